@@ -1,0 +1,46 @@
+# ax — build, run and test. `make run` and `make test` are all a newcomer needs.
+SHELL := /bin/bash
+GO    ?= go
+BIN   := bin
+PKGS  := ./contracts/... ./events/... ./infra/... ./services/...
+# Packages whose concurrency is tested under the race detector (all of them).
+RACE_PKGS := $(PKGS)
+
+.PHONY: all build run test test-short vet bench servers clean FORCE
+
+all: build
+
+build: $(BIN)/ax
+
+$(BIN)/ax: FORCE
+	cd services && $(GO) build -o ../$(BIN)/ax ./cmd/ax
+
+# A current NATS server built from its Go module (the Debian one is too old);
+# the multi-process tests run it standalone.
+$(BIN)/nats-server: services/go.mod
+	cd services && $(GO) build -o ../$(BIN)/nats-server github.com/nats-io/nats-server/v2
+
+servers:
+	bash infra/dev/servers.sh
+
+## run: build ax, apply migrations and start all five services with an embedded NATS JetStream.
+run: build servers
+	$(BIN)/ax up
+
+## test: vet, then every unit and integration test under the race detector against real MySQL, Redis and NATS.
+test: build $(BIN)/nats-server servers vet
+	AX_TEST_BIN_DIR=$(CURDIR)/$(BIN) $(GO) test -race -count=1 -timeout 20m $(RACE_PKGS)
+
+## test-short: the fast tests only (skips the 10,000-transaction and multi-process tests).
+test-short: servers
+	$(GO) test -short -count=1 $(PKGS)
+
+vet:
+	$(GO) vet $(PKGS)
+
+## bench: Go micro-benchmarks of the hot paths, with allocations.
+bench: servers
+	$(GO) test -run '^$$' -bench . -benchmem -count=1 $(PKGS)
+
+clean:
+	rm -rf $(BIN) .data

@@ -1,0 +1,99 @@
+// Package client is the Go client of ax's HTTP API; the ax CLI uses it.
+// Every non-2xx answer is returned as a *contracts.Problem.
+package client
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/axsched/ax/contracts"
+)
+
+// Client talks to one ax submitter.
+type Client struct {
+	base string
+	http *http.Client
+}
+
+// New returns a client for baseURL ("http://127.0.0.1:8080"); a bare
+// host:port gets "http://".
+func New(baseURL string) *Client {
+	if !strings.Contains(baseURL, "://") {
+		baseURL = "http://" + baseURL
+	}
+	return &Client{base: strings.TrimRight(baseURL, "/"), http: &http.Client{Timeout: 30 * time.Second}}
+}
+
+// Submit creates a task; Task.Deduplicated tells whether an existing task
+// with the same business key was returned instead.
+func (c *Client) Submit(ctx context.Context, req contracts.SubmitRequest) (*contracts.Task, error) {
+	var out contracts.Task
+	return &out, c.do(ctx, http.MethodPost, "/v1/tasks", req, &out)
+}
+
+// Get loads a task.
+func (c *Client) Get(ctx context.Context, id string) (*contracts.Task, error) {
+	var out contracts.Task
+	return &out, c.do(ctx, http.MethodGet, "/v1/tasks/"+url.PathEscape(id), nil, &out)
+}
+
+// History loads a task's transfers, oldest first.
+func (c *Client) History(ctx context.Context, id string) (*contracts.History, error) {
+	var out contracts.History
+	return &out, c.do(ctx, http.MethodGet, "/v1/tasks/"+url.PathEscape(id)+"/history", nil, &out)
+}
+
+// Cancel cancels a task that has not finished.
+func (c *Client) Cancel(ctx context.Context, id string) (*contracts.Task, error) {
+	var out contracts.Task
+	return &out, c.do(ctx, http.MethodPost, "/v1/tasks/"+url.PathEscape(id)+"/cancel", nil, &out)
+}
+
+func (c *Client) do(ctx context.Context, method, path string, in, out any) error {
+	var body io.Reader
+	if in != nil {
+		b, err := json.Marshal(in)
+		if err != nil {
+			return fmt.Errorf("encode request: %w", err)
+		}
+		body = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.base+path, body)
+	if err != nil {
+		return fmt.Errorf("build request: %w", err)
+	}
+	if in != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return fmt.Errorf("%s %s: %w", method, path, err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+	if err != nil {
+		return fmt.Errorf("%s %s: read response: %w", method, path, err)
+	}
+	if resp.StatusCode >= 300 {
+		p := &contracts.Problem{}
+		if json.Unmarshal(data, p) != nil || p.Code == "" {
+			p = &contracts.Problem{Status: resp.StatusCode, Code: contracts.CodeInternal,
+				Title: http.StatusText(resp.StatusCode), Detail: strings.TrimSpace(string(data))}
+		}
+		return p
+	}
+	if out == nil {
+		return nil
+	}
+	if err := json.Unmarshal(data, out); err != nil {
+		return fmt.Errorf("%s %s: decode response: %w", method, path, err)
+	}
+	return nil
+}

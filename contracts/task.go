@@ -1,0 +1,142 @@
+package contracts
+
+import (
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"time"
+)
+
+// Priority is a dispatch lane. Lanes are served high first; a small fixed
+// number keeps ordering understandable.
+type Priority string
+
+// The three lanes, highest first.
+const (
+	PriorityHigh   Priority = "high"
+	PriorityNormal Priority = "normal"
+	PriorityLow    Priority = "low"
+)
+
+// Priorities lists the lanes in the order they are served.
+var Priorities = []Priority{PriorityHigh, PriorityNormal, PriorityLow}
+
+// Rank is the lane's position in Priorities (0 is served first); it is what
+// MySQL stores so that ORDER BY priority means "serve order".
+func (p Priority) Rank() int {
+	for i, q := range Priorities {
+		if p == q {
+			return i
+		}
+	}
+	return -1
+}
+
+// PriorityFromRank is the inverse of Rank.
+func PriorityFromRank(r int) Priority {
+	if r < 0 || r >= len(Priorities) {
+		return PriorityNormal
+	}
+	return Priorities[r]
+}
+
+// ParsePriority validates a lane name; the empty string means "the type's
+// default" and is returned unchanged.
+func ParsePriority(v string) (Priority, error) {
+	if v == "" {
+		return "", nil
+	}
+	p := Priority(v)
+	if p.Rank() < 0 {
+		return "", fmt.Errorf("unknown priority %q: want one of high, normal, low", v)
+	}
+	return p, nil
+}
+
+// typeNamePattern keeps type names usable as NATS subject tokens: lowercase
+// segments separated by dots, no '_' so a dot can be mapped to '_' in
+// consumer names without two types colliding.
+var typeNamePattern = regexp.MustCompile(`^[a-z0-9]+(-[a-z0-9]+)*(\.[a-z0-9]+(-[a-z0-9]+)*)*$`)
+
+// MaxTypeNameLen bounds a task type name.
+const MaxTypeNameLen = 128
+
+// ValidateTypeName explains why a task type name is unusable, or returns nil.
+func ValidateTypeName(name string) error {
+	if name == "" {
+		return fmt.Errorf("task type is required")
+	}
+	if len(name) > MaxTypeNameLen || !typeNamePattern.MatchString(name) {
+		return fmt.Errorf("task type %q is invalid: use lowercase letters, digits and '-', in segments separated by '.', at most %d characters", name, MaxTypeNameLen)
+	}
+	return nil
+}
+
+// MaxBizKeyLen bounds a business key in bytes.
+const MaxBizKeyLen = 255
+
+// SubmitRequest is the body of POST /v1/tasks.
+type SubmitRequest struct {
+	// Type names a registered task type, e.g. "ax.noop".
+	Type string `json:"type"`
+	// Payload is handed to the handler untouched; it must be JSON.
+	Payload json.RawMessage `json:"payload,omitempty"`
+	// Priority is high, normal or low; empty uses the type's default.
+	Priority string `json:"priority,omitempty"`
+	// Delay is a Go duration ("10m", "1500ms") after which the task is due.
+	Delay string `json:"delay,omitempty"`
+	// RunAt is an RFC 3339 time at which the task is due. Exclusive with Delay.
+	RunAt string `json:"run_at,omitempty"`
+	// BizKey deduplicates submissions per type: a second task with the same
+	// key returns the first. Compared byte for byte.
+	BizKey string `json:"biz_key,omitempty"`
+	// MaxRetries overrides the type's default number of retries.
+	MaxRetries *int `json:"max_retries,omitempty"`
+	// Timeout overrides the type's default run timeout (Go duration).
+	Timeout string `json:"timeout,omitempty"`
+}
+
+// Task is the API view of a task.
+type Task struct {
+	ID           string          `json:"id"`
+	Type         string          `json:"type"`
+	Status       Status          `json:"status"`
+	Priority     Priority        `json:"priority"`
+	BizKey       string          `json:"biz_key,omitempty"`
+	Payload      json.RawMessage `json:"payload,omitempty"`
+	Attempt      int             `json:"attempt"`
+	RetryCount   int             `json:"retry_count"`
+	MaxRetries   int             `json:"max_retries"`
+	Timeout      string          `json:"timeout"`
+	NextRunTime  time.Time       `json:"next_run_time"`
+	Executor     string          `json:"executor,omitempty"`
+	LastError    string          `json:"last_error,omitempty"`
+	CreatedAt    time.Time       `json:"created_at"`
+	UpdatedAt    time.Time       `json:"updated_at"`
+	Deduplicated bool            `json:"deduplicated,omitempty"`
+}
+
+// HistoryEntry is one state transfer of a task.
+type HistoryEntry struct {
+	From    Status    `json:"from"`
+	To      Status    `json:"to"`
+	Attempt int       `json:"attempt"`
+	Reason  string    `json:"reason"`
+	Actor   string    `json:"actor"`
+	EventID string    `json:"event_id"`
+	At      time.Time `json:"at"`
+}
+
+// History is the body of GET /v1/tasks/{id}/history, oldest transfer first.
+type History struct {
+	TaskID  string         `json:"task_id"`
+	History []HistoryEntry `json:"history"`
+}
+
+// TaskType is a registered kind of task and its defaults.
+type TaskType struct {
+	Name       string   `json:"name"`
+	Timeout    string   `json:"timeout"`
+	MaxRetries int      `json:"max_retries"`
+	Priority   Priority `json:"priority"`
+}

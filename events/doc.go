@@ -1,0 +1,14 @@
+// Package events names everything that crosses NATS JetStream in ax: the
+// streams, subjects and durable consumer names, the headers every message
+// carries, and the versioned event and command payloads.
+//
+// Two streams exist:
+//
+//   - AX_EVENTS (limits retention) holds one TaskTransferred event per row of
+//     task_history, published by the outbox relay with the event ID as
+//     Nats-Msg-Id so that a relay retry never stores an event twice.
+//   - AX_WORK (work-queue retention) carries commands between services:
+//     TaskDue (timer -> dispatcher) and TaskDispatched (dispatcher ->
+//     executor, one subject per task type). Losing one of these delays a task
+//     but never loses it: MySQL is the truth and reconcilers re-drive it.
+package events

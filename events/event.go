@@ -1,0 +1,62 @@
+package events
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/axsched/ax/contracts"
+)
+
+// Event type names, versioned so a consumer can refuse what it cannot read.
+const (
+	TypeTaskTransferred = "task.transferred.v1"
+	TypeTaskDue         = "task.due.v1"
+	TypeTaskDispatched  = "task.dispatched.v1"
+)
+
+// TaskTransferred records that a task moved between two states. It is the
+// event twin of one task_history row and shares its event ID.
+type TaskTransferred struct {
+	EventID string           `json:"event_id"`
+	TaskID  int64            `json:"task_id,string"`
+	Type    string           `json:"type"`
+	From    contracts.Status `json:"from"`
+	To      contracts.Status `json:"to"`
+	Attempt int              `json:"attempt"`
+	// Priority is the lane the task is served in.
+	Priority contracts.Priority `json:"priority"`
+	// NextRunTimeMs is when the task is due, in Unix milliseconds of the
+	// scheduler clock; meaningful for READY.
+	NextRunTimeMs int64     `json:"next_run_time_ms"`
+	Reason        string    `json:"reason"`
+	Actor         string    `json:"actor"`
+	At            time.Time `json:"at"`
+}
+
+// TaskDue tells the dispatcher that a task's due time has come.
+type TaskDue struct {
+	TaskID        int64              `json:"task_id,string"`
+	Priority      contracts.Priority `json:"priority"`
+	NextRunTimeMs int64              `json:"next_run_time_ms"`
+}
+
+// TaskDispatched hands a due, READY task to the executors of its type.
+// Attempt is the attempt the task had when dispatched; the claim succeeds
+// only if it is still current.
+type TaskDispatched struct {
+	TaskID        int64           `json:"task_id,string"`
+	Type          string          `json:"type"`
+	Attempt       int             `json:"attempt"`
+	Payload       json.RawMessage `json:"payload,omitempty"`
+	TimeoutMs     int64           `json:"timeout_ms"`
+	NextRunTimeMs int64           `json:"next_run_time_ms"`
+}
+
+// Decode unmarshals data into v with a useful error.
+func Decode(data []byte, v any) error {
+	if err := json.Unmarshal(data, v); err != nil {
+		return fmt.Errorf("decode %T: %w", v, err)
+	}
+	return nil
+}

@@ -1,0 +1,54 @@
+package events
+
+import (
+	"strings"
+
+	"github.com/axsched/ax/contracts"
+)
+
+// Stream names.
+const (
+	// StreamEvents stores every task state transfer.
+	StreamEvents = "AX_EVENTS"
+	// StreamWork carries due and dispatched commands; a message is removed
+	// once a consumer acknowledges it.
+	StreamWork = "AX_WORK"
+)
+
+// Subject roots and fixed subjects.
+const (
+	// EventsSubjects is the filter that StreamEvents stores.
+	EventsSubjects = "ax.events.>"
+	// WorkSubjects is the filter that StreamWork stores.
+	WorkSubjects = "ax.work.>"
+	// SubjectDue carries TaskDue commands from the timer to the dispatcher.
+	SubjectDue = "ax.work.due"
+
+	taskEventPrefix = "ax.events.task."
+	execPrefix      = "ax.work.exec."
+)
+
+// Durable consumer names.
+const (
+	// ConsumerTimer indexes READY events into the timer's sorted sets.
+	ConsumerTimer = "timer"
+	// ConsumerDispatcher takes due commands.
+	ConsumerDispatcher = "dispatcher"
+)
+
+// TaskEventSubject is the subject of the transfer into state to.
+func TaskEventSubject(to contracts.Status) string {
+	return taskEventPrefix + strings.ToLower(string(to))
+}
+
+// ExecSubject is the subject an executor serving taskType consumes.
+func ExecSubject(taskType string) string {
+	return execPrefix + taskType
+}
+
+// ExecConsumer is the durable consumer shared by every executor serving
+// taskType. Type names contain no '_' (contracts.ValidateTypeName), so the
+// mapping is one to one.
+func ExecConsumer(taskType string) string {
+	return "exec_" + strings.ReplaceAll(taskType, ".", "_")
+}

@@ -1,0 +1,3 @@
+module github.com/axsched/ax/infra
+
+go 1.26.8

@@ -1,0 +1,4 @@
+DROP TABLE IF EXISTS outbox;
+DROP TABLE IF EXISTS task_history;
+DROP TABLE IF EXISTS tasks;
+DROP TABLE IF EXISTS task_types;

@@ -1,0 +1,139 @@
+package main
+
+import (
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/axsched/ax/services/internal/app"
+	"github.com/axsched/ax/services/internal/natsembed"
+)
+
+// Documented defaults (docs/operations.md lists them all).
+const (
+	defaultMySQLDSN   = "root@tcp(127.0.0.1:3306)/ax"
+	defaultRedisAddr  = "127.0.0.1:6379"
+	defaultAPI        = "http://127.0.0.1:8080"
+	defaultDataDir    = ".data"
+	defaultNATSListen = "127.0.0.1:4223"
+)
+
+// serviceHTTPDefaults gives each service its own port so all five can run
+// side by side on one machine.
+var serviceHTTPDefaults = map[string]string{
+	"up":         "127.0.0.1:8080",
+	"submitter":  "127.0.0.1:8080",
+	"timer":      "127.0.0.1:8081",
+	"dispatcher": "127.0.0.1:8082",
+	"executor":   "127.0.0.1:8083",
+	"reaper":     "127.0.0.1:8084",
+}
+
+func envStr(name, def string) string {
+	if v, ok := os.LookupEnv(name); ok {
+		return v
+	}
+	return def
+}
+
+func envInt(name string, def int) int {
+	if v, ok := os.LookupEnv(name); ok {
+		if n, err := strconv.Atoi(v); err == nil {
+			return n
+		}
+		fmt.Fprintf(os.Stderr, "ax: ignoring %s=%q: not an integer\n", name, v)
+	}
+	return def
+}
+
+func envDur(name string, def time.Duration) time.Duration {
+	if v, ok := os.LookupEnv(name); ok {
+		if d, err := time.ParseDuration(v); err == nil {
+			return d
+		}
+		fmt.Fprintf(os.Stderr, "ax: ignoring %s=%q: not a duration\n", name, v)
+	}
+	return def
+}
+
+func envBool(name string, def bool) bool {
+	if v, ok := os.LookupEnv(name); ok {
+		if b, err := strconv.ParseBool(v); err == nil {
+			return b
+		}
+		fmt.Fprintf(os.Stderr, "ax: ignoring %s=%q: not a boolean\n", name, v)
+	}
+	return def
+}
+
+// serverFlags holds every setting of the server commands.
+type serverFlags struct {
+	cfg         app.Config
+	logLevel    string
+	logFormat   string
+	concurrency int
+}
+
+func defaultNode() string {
+	host, err := os.Hostname()
+	if err != nil {
+		host = "localhost"
+	}
+	return fmt.Sprintf("%s-%d", host, os.Getpid())
+}
+
+func (f *serverFlags) register(fs *pflag.FlagSet, command string) {
+	c := &f.cfg
+	fs.StringVar(&c.MySQLDSN, "mysql-dsn", envStr("AX_MYSQL_DSN", defaultMySQLDSN), "MySQL DSN (go-sql-driver form); the database is created if missing [AX_MYSQL_DSN]")
+	fs.StringVar(&c.RedisAddr, "redis-addr", envStr("AX_REDIS_ADDR", defaultRedisAddr), "Redis host:port [AX_REDIS_ADDR]")
+	fs.IntVar(&c.RedisDB, "redis-db", envInt("AX_REDIS_DB", 0), "Redis database number [AX_REDIS_DB]")
+	fs.StringVar(&c.RedisPrefix, "redis-prefix", envStr("AX_REDIS_PREFIX", "ax"), "prefix of every Redis key [AX_REDIS_PREFIX]")
+	fs.StringVar(&c.NATSURL, "nats-url", envStr("AX_NATS_URL", ""), "NATS URL; under `ax up` empty starts an embedded server [AX_NATS_URL]")
+	fs.IntVar(&c.StreamReplicas, "stream-replicas", envInt("AX_STREAM_REPLICAS", 1), "JetStream stream replicas (3 on a cluster) [AX_STREAM_REPLICAS]")
+	fs.StringVar(&c.HTTPAddr, "http", envStr("AX_HTTP_ADDR", serviceHTTPDefaults[command]), "HTTP address for the API (submitter) and /livez /readyz /metrics [AX_HTTP_ADDR]")
+	fs.StringVar(&c.Node, "node", envStr("AX_NODE", defaultNode()), "name of this process in history, locks and task rows [AX_NODE]")
+	fs.Int64Var(&c.NodeID, "node-id", int64(envInt("AX_NODE_ID", rand.IntN(1024))), "snowflake node ID 0..1023, distinct per submitter (default random) [AX_NODE_ID]")
+	fs.BoolVar(&c.Migrate, "migrate", envBool("AX_MIGRATE", true), "apply pending migrations at start [AX_MIGRATE]")
+	fs.StringVar(&f.logLevel, "log-level", envStr("AX_LOG_LEVEL", "info"), "debug, info, warn or error [AX_LOG_LEVEL]")
+	fs.StringVar(&f.logFormat, "log-format", envStr("AX_LOG_FORMAT", "text"), "text or json [AX_LOG_FORMAT]")
+
+	fs.StringVar(&c.Embedded.StoreDir, "data-dir", envStr("AX_DATA_DIR", defaultDataDir)+"/nats", "embedded NATS JetStream store directory [AX_DATA_DIR/nats]")
+	fs.StringVar(&c.Embedded.Listen, "nats-listen", envStr("AX_NATS_LISTEN", defaultNATSListen), "client address of the embedded NATS server [AX_NATS_LISTEN]")
+	fs.StringVar(&c.Embedded.Sync, "nats-sync", envStr("AX_NATS_SYNC", natsembed.SyncDefault), "embedded JetStream fsync policy: default or always [AX_NATS_SYNC]")
+
+	fs.Int64Var(&c.Submitter.MaxPayload, "max-payload", int64(envInt("AX_MAX_PAYLOAD", 64<<10)), "largest task payload in bytes [AX_MAX_PAYLOAD]")
+	fs.DurationVar(&c.Submitter.MaxHorizon, "max-horizon", envDur("AX_MAX_HORIZON", 365*24*time.Hour), "how far ahead a task may be scheduled [AX_MAX_HORIZON]")
+
+	fs.DurationVar(&c.Timer.Interval, "timer-interval", envDur("AX_TIMER_INTERVAL", 500*time.Millisecond), "longest the timer loop sleeps [AX_TIMER_INTERVAL]")
+	fs.DurationVar(&c.Timer.ReconcileInterval, "reconcile-interval", envDur("AX_RECONCILE_INTERVAL", 5*time.Second), "how often MySQL is searched for stale READY tasks [AX_RECONCILE_INTERVAL]")
+	fs.DurationVar(&c.Timer.ReconcileGrace, "reconcile-grace", envDur("AX_RECONCILE_GRACE", 5*time.Second), "how overdue an undispatched READY task must be to be re-driven [AX_RECONCILE_GRACE]")
+
+	fs.DurationVar(&c.Executor.LockTTL, "lock-ttl", envDur("AX_LOCK_TTL", 60*time.Second), "task lease length [AX_LOCK_TTL]")
+	fs.DurationVar(&c.Executor.RenewInterval, "renew-interval", envDur("AX_RENEW_INTERVAL", 5*time.Second), "lease renewal and heartbeat period [AX_RENEW_INTERVAL]")
+	fs.DurationVar(&c.Executor.ShutdownTimeout, "shutdown-timeout", envDur("AX_SHUTDOWN_TIMEOUT", 30*time.Second), "how long running tasks may finish on SIGTERM [AX_SHUTDOWN_TIMEOUT]")
+	fs.IntVar(&f.concurrency, "concurrency", envInt("AX_CONCURRENCY", 32), "tasks of each built-in type run at once by this executor [AX_CONCURRENCY]")
+
+	fs.DurationVar(&c.Reaper.Interval, "reap-interval", envDur("AX_REAP_INTERVAL", 5*time.Second), "reaper pass period [AX_REAP_INTERVAL]")
+	fs.DurationVar(&c.Reaper.Silence, "reap-silence", envDur("AX_REAP_SILENCE", 15*time.Second), "heartbeat silence after which a RUNNING task's lease is checked [AX_REAP_SILENCE]")
+}
+
+func (f *serverFlags) logger() (*slog.Logger, error) {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(f.logLevel)); err != nil {
+		return nil, fmt.Errorf("log level %q: want debug, info, warn or error", f.logLevel)
+	}
+	opts := &slog.HandlerOptions{Level: level}
+	switch f.logFormat {
+	case "text":
+		return slog.New(slog.NewTextHandler(os.Stderr, opts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(os.Stderr, opts)), nil
+	default:
+		return nil, fmt.Errorf("log format %q: want text or json", f.logFormat)
+	}
+}

@@ -1,0 +1,51 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/axsched/ax/services/internal/store"
+)
+
+func errConcurrency(n int) error {
+	return fmt.Errorf("--concurrency must be at least 1, got %d", n)
+}
+
+func newMigrateCmd() *cobra.Command {
+	var dsn string
+	cmd := &cobra.Command{Use: "migrate", Short: "Apply or inspect the MySQL schema migrations"}
+	cmd.PersistentFlags().StringVar(&dsn, "mysql-dsn", envStr("AX_MYSQL_DSN", defaultMySQLDSN), "MySQL DSN [AX_MYSQL_DSN]")
+	cmd.AddCommand(&cobra.Command{
+		Use: "up", Short: "Apply every pending migration", Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := store.Migrate(cmd.Context(), dsn); err != nil {
+				return err
+			}
+			st, err := store.Status(cmd.Context(), dsn)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "schema at version %d (latest %d)\n", st.Version, st.Latest)
+			return nil
+		},
+	}, &cobra.Command{
+		Use: "status", Short: "Show the applied and the latest migration", Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			st, err := store.Status(cmd.Context(), dsn)
+			if err != nil {
+				return err
+			}
+			state := "up to date"
+			switch {
+			case st.Dirty:
+				state = "DIRTY: a migration failed half way; fix it by hand, then force the version"
+			case st.Version < st.Latest:
+				state = fmt.Sprintf("%d pending", st.Latest-st.Version)
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "applied: %d\nlatest:  %d\nstate:   %s\n", st.Version, st.Latest, state)
+			return nil
+		},
+	})
+	return cmd
+}

@@ -1,0 +1,51 @@
+package main
+
+import (
+	"github.com/spf13/cobra"
+
+	"github.com/axsched/ax/services/executor"
+	"github.com/axsched/ax/services/internal/app"
+)
+
+func newRootCmd() *cobra.Command {
+	root := &cobra.Command{
+		Use:           "ax",
+		Short:         "ax: a distributed asynchronous task scheduler",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.AddCommand(newServerCmd("up", "Run all five services in one process with an embedded NATS JetStream server", app.AllServices, true))
+	for _, s := range app.AllServices {
+		root.AddCommand(newServerCmd(string(s), "Run the "+string(s)+" service against an external NATS server", []app.Service{s}, false))
+	}
+	root.AddCommand(newMigrateCmd(), newTaskCmd())
+	return root
+}
+
+func newServerCmd(name, short string, services []app.Service, embedded bool) *cobra.Command {
+	var f serverFlags
+	cmd := &cobra.Command{
+		Use:   name,
+		Short: short,
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			logger, err := f.logger()
+			if err != nil {
+				return err
+			}
+			cfg := f.cfg
+			cfg.EmbeddedNATS = embedded
+			if f.concurrency <= 0 {
+				return errConcurrency(f.concurrency)
+			}
+			types := executor.Builtins()
+			for i := range types {
+				types[i].Concurrency = f.concurrency
+			}
+			cfg.Types = types
+			return app.Run(cmd.Context(), cfg, services, logger)
+		},
+	}
+	f.register(cmd.Flags(), name)
+	return cmd
+}

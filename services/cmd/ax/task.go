@@ -1,0 +1,136 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/axsched/ax/contracts"
+	"github.com/axsched/ax/contracts/client"
+)
+
+func newTaskCmd() *cobra.Command {
+	var api, output string
+	cmd := &cobra.Command{Use: "task", Short: "Submit, inspect and cancel tasks through the API"}
+	cmd.PersistentFlags().StringVar(&api, "api", envStr("AX_API", defaultAPI), "submitter base URL [AX_API]")
+	cmd.PersistentFlags().StringVarP(&output, "output", "o", "text", "text or json")
+	print := func(w io.Writer, v any, text func()) error {
+		switch output {
+		case "json":
+			enc := json.NewEncoder(w)
+			enc.SetIndent("", "  ")
+			return enc.Encode(v)
+		case "text":
+			text()
+			return nil
+		default:
+			return fmt.Errorf("--output %q: want text or json", output)
+		}
+	}
+
+	var req contracts.SubmitRequest
+	var payload string
+	var maxRetries int
+	submit := &cobra.Command{
+		Use: "submit", Short: "Submit a task", Args: cobra.NoArgs,
+		Example: `  ax task submit --type ax.sleep --payload '{"ms":2000}' --delay 5s`,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if payload != "" {
+				if !json.Valid([]byte(payload)) {
+					return fmt.Errorf("--payload is not valid JSON: %s", payload)
+				}
+				req.Payload = json.RawMessage(payload)
+			}
+			if cmd.Flags().Changed("max-retries") {
+				req.MaxRetries = &maxRetries
+			}
+			t, err := client.New(api).Submit(cmd.Context(), req)
+			if err != nil {
+				return err
+			}
+			return print(cmd.OutOrStdout(), t, func() { printTask(cmd.OutOrStdout(), t) })
+		},
+	}
+	fs := submit.Flags()
+	fs.StringVar(&req.Type, "type", "", "task type (required)")
+	fs.StringVar(&payload, "payload", "", "JSON payload")
+	fs.StringVar(&req.Priority, "priority", "", "high, normal or low (default: the type's)")
+	fs.StringVar(&req.Delay, "delay", "", "run after this duration, e.g. 5s")
+	fs.StringVar(&req.RunAt, "run-at", "", "run at this RFC 3339 time")
+	fs.StringVar(&req.BizKey, "biz-key", "", "business key for deduplication")
+	fs.IntVar(&maxRetries, "max-retries", 0, "retries (default: the type's)")
+	fs.StringVar(&req.Timeout, "timeout", "", "run timeout (default: the type's)")
+	_ = submit.MarkFlagRequired("type")
+
+	get := &cobra.Command{
+		Use: "get ID", Short: "Show a task", Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			t, err := client.New(api).Get(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			return print(cmd.OutOrStdout(), t, func() { printTask(cmd.OutOrStdout(), t) })
+		},
+	}
+	history := &cobra.Command{
+		Use: "history ID", Short: "Show every state transfer of a task", Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			h, err := client.New(api).History(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			return print(cmd.OutOrStdout(), h, func() {
+				tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+				fmt.Fprintln(tw, "AT\tFROM\tTO\tATTEMPT\tACTOR\tREASON")
+				for _, e := range h.History {
+					from := string(e.From)
+					if from == "" {
+						from = "-"
+					}
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", e.At.Format(time.RFC3339Nano), from, e.To, e.Attempt, e.Actor, e.Reason)
+				}
+				tw.Flush()
+			})
+		},
+	}
+	cancel := &cobra.Command{
+		Use: "cancel ID", Short: "Cancel a task that has not finished", Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			t, err := client.New(api).Cancel(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			return print(cmd.OutOrStdout(), t, func() { printTask(cmd.OutOrStdout(), t) })
+		},
+	}
+	cmd.AddCommand(submit, get, history, cancel)
+	return cmd
+}
+
+func printTask(w io.Writer, t *contracts.Task) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	row := func(k, v string) {
+		if v != "" {
+			fmt.Fprintf(tw, "%s:\t%s\n", k, v)
+		}
+	}
+	row("id", t.ID)
+	row("type", t.Type)
+	row("status", string(t.Status))
+	row("priority", string(t.Priority))
+	row("biz_key", t.BizKey)
+	row("attempt", fmt.Sprint(t.Attempt))
+	row("next_run_time", t.NextRunTime.Format(time.RFC3339Nano))
+	row("executor", t.Executor)
+	row("last_error", strings.TrimSpace(t.LastError))
+	if t.Deduplicated {
+		row("deduplicated", "true (an existing task with this biz_key)")
+	}
+	tw.Flush()
+}
+

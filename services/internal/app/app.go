@@ -1,0 +1,250 @@
+// Package app wires ax's services to their dependencies and runs them with
+// one lifecycle. `ax up` runs all five with an embedded NATS server; `ax
+// <service>` runs one against an external NATS. Shutdown happens in order:
+// the services stop taking work and finish what they hold, then the outbox
+// relay flushes the last events, then the HTTP server and connections close.
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"slices"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/axsched/ax/services/dispatcher"
+	"github.com/axsched/ax/services/executor"
+	"github.com/axsched/ax/services/internal/bus"
+	"github.com/axsched/ax/services/internal/clock"
+	"github.com/axsched/ax/services/internal/idgen"
+	"github.com/axsched/ax/services/internal/keys"
+	"github.com/axsched/ax/services/internal/natsembed"
+	"github.com/axsched/ax/services/internal/ops"
+	"github.com/axsched/ax/services/internal/outbox"
+	"github.com/axsched/ax/services/internal/store"
+	"github.com/axsched/ax/services/reaper"
+	"github.com/axsched/ax/services/submitter"
+	"github.com/axsched/ax/services/timer"
+)
+
+// Service names one of the five services.
+type Service string
+
+// The five services.
+const (
+	Submitter  Service = "submitter"
+	Timer      Service = "timer"
+	Dispatcher Service = "dispatcher"
+	Executor   Service = "executor"
+	Reaper     Service = "reaper"
+)
+
+// AllServices lists the services in start order.
+var AllServices = []Service{Submitter, Timer, Dispatcher, Executor, Reaper}
+
+// Config is everything a process needs. Defaults are documented on the
+// flags in cmd/ax and in docs/operations.md.
+type Config struct {
+	MySQLDSN    string
+	RedisAddr   string
+	RedisDB     int
+	RedisPrefix string
+	// NATSURL is the NATS server to use; empty with EmbeddedNATS starts one.
+	NATSURL      string
+	EmbeddedNATS bool
+	Embedded     natsembed.Config
+	// StreamReplicas is the JetStream replication factor.
+	StreamReplicas int
+	HTTPAddr       string
+	// Node names this process in history rows, locks and task rows.
+	Node string
+	// NodeID is the snowflake node ID (0..1023) of this submitter.
+	NodeID int64
+	// Migrate applies pending migrations at start.
+	Migrate bool
+
+	Relay      outbox.Config
+	Submitter  submitter.Config
+	Timer      timer.Config
+	Dispatcher dispatcher.Config
+	Executor   executor.Config
+	Reaper     reaper.Config
+	// Types are the task types the executor serves.
+	Types []executor.TypeSpec
+
+	// OnReady, when set, is called with the bound HTTP address once every
+	// service is running (tests use it with HTTPAddr "127.0.0.1:0").
+	OnReady func(httpAddr string)
+}
+
+// Validate reports the first unusable setting.
+func (c *Config) Validate(services []Service) error {
+	if len(services) == 0 {
+		return errors.New("no service to run")
+	}
+	for _, s := range services {
+		if !slices.Contains(AllServices, s) {
+			return fmt.Errorf("unknown service %q", s)
+		}
+	}
+	if c.MySQLDSN == "" {
+		return errors.New("mysql dsn is empty")
+	}
+	if _, err := store.ParseDSN(c.MySQLDSN); err != nil {
+		return err
+	}
+	if c.RedisAddr == "" {
+		return errors.New("redis address is empty")
+	}
+	if c.NATSURL == "" && !c.EmbeddedNATS {
+		return errors.New("nats url is empty: give --nats-url (only `ax up` embeds a NATS server)")
+	}
+	if c.HTTPAddr == "" {
+		return errors.New("http address is empty")
+	}
+	if c.NodeID < 0 || c.NodeID > 1023 {
+		return fmt.Errorf("node id %d is outside 0..1023", c.NodeID)
+	}
+	if c.Node == "" {
+		return errors.New("node name is empty")
+	}
+	return nil
+}
+
+// Run runs services until ctx ends.
+func Run(ctx context.Context, cfg Config, services []Service, logger *slog.Logger) error {
+	if err := cfg.Validate(services); err != nil {
+		return fmt.Errorf("config: %w", err)
+	}
+	if cfg.EmbeddedNATS && cfg.NATSURL == "" {
+		if err := os.MkdirAll(cfg.Embedded.StoreDir, 0o755); err != nil {
+			return fmt.Errorf("nats store dir: %w", err)
+		}
+		srv, err := natsembed.Start(cfg.Embedded)
+		if err != nil {
+			return err
+		}
+		defer srv.Shutdown()
+		cfg.NATSURL = srv.URL()
+		logger.Info("embedded nats started", "url", cfg.NATSURL, "store_dir", cfg.Embedded.StoreDir, "sync", cfg.Embedded.Sync)
+	}
+	if cfg.Migrate {
+		if err := store.Migrate(ctx, cfg.MySQLDSN); err != nil {
+			return err
+		}
+	}
+	st, err := store.Open(ctx, cfg.MySQLDSN, store.Options{Actor: "ax@" + cfg.Node})
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	rdb := redis.NewClient(&redis.Options{Addr: cfg.RedisAddr, DB: cfg.RedisDB})
+	defer rdb.Close()
+	if err := rdb.Ping(ctx).Err(); err != nil {
+		return fmt.Errorf("ping redis %s: %w", cfg.RedisAddr, err)
+	}
+	conn, err := bus.Connect(ctx, cfg.NATSURL, "ax-"+cfg.Node)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	if err := bus.EnsureStreams(ctx, conn.JS, bus.StreamOptions{Replicas: cfg.StreamReplicas}); err != nil {
+		return err
+	}
+	clk := clock.NewRedis(rdb, nil, logger)
+	if err := clk.Sync(ctx); err != nil {
+		return err
+	}
+	k := keys.New(cfg.RedisPrefix)
+	srv := ops.New(cfg.HTTPAddr, logger)
+	srv.AddCheck("mysql", st.Ping)
+	srv.AddCheck("redis", func(ctx context.Context) error { return rdb.Ping(ctx).Err() })
+	srv.AddCheck("nats", func(context.Context) error {
+		if !conn.NC.IsConnected() {
+			return errors.New("not connected")
+		}
+		return nil
+	})
+	if err := srv.Listen(); err != nil {
+		return err
+	}
+
+	var runners []func(context.Context) error
+	for _, s := range services {
+		switch s {
+		case Submitter:
+			ids, err := idgen.New(cfg.NodeID)
+			if err != nil {
+				return err
+			}
+			scfg := cfg.Submitter
+			scfg.Node = cfg.Node
+			sub := submitter.New(scfg, st.WithActor("submitter@"+cfg.Node), ids, clk, logger)
+			sub.Routes(srv.Mux)
+			runners = append(runners, sub.Run)
+		case Timer:
+			runners = append(runners, timer.New(cfg.Timer, st.WithActor("timer@"+cfg.Node), rdb, k, conn, logger).Run)
+		case Dispatcher:
+			runners = append(runners, dispatcher.New(cfg.Dispatcher, st.WithActor("dispatcher@"+cfg.Node), conn, clk, logger).Run)
+		case Executor:
+			ecfg := cfg.Executor
+			ecfg.Node = cfg.Node
+			types := cfg.Types
+			if types == nil {
+				types = executor.Builtins()
+			}
+			ex, err := executor.New(ecfg, st.WithActor("executor@"+cfg.Node), rdb, k, conn, logger, types)
+			if err != nil {
+				return err
+			}
+			if err := ex.Register(ctx); err != nil {
+				return err
+			}
+			runners = append(runners, ex.Run)
+		case Reaper:
+			runners = append(runners, reaper.New(cfg.Reaper, st.WithActor("reaper@"+cfg.Node), rdb, k, logger).Run)
+		}
+	}
+
+	// Infrastructure outlives the services so their last transfers are
+	// relayed and /readyz can report draining.
+	infraCtx, stopInfra := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopInfra()
+	infra, infraCtx := errgroup.WithContext(infraCtx)
+	infra.Go(func() error { return srv.Run(infraCtx) })
+	infra.Go(func() error { return outbox.New(cfg.Relay, st, conn.JS, logger).Run(infraCtx) })
+	infra.Go(func() error { return clk.Run(infraCtx, time.Second) })
+
+	svcParent, stopServices := context.WithCancel(ctx)
+	defer stopServices()
+	svc, svcCtx := errgroup.WithContext(svcParent)
+	for _, r := range runners {
+		svc.Go(func() error { return r(svcCtx) })
+	}
+	logger.Info("ax running", "services", services, "http", srv.Addr(), "nats", cfg.NATSURL, "node", cfg.Node)
+	if cfg.OnReady != nil {
+		cfg.OnReady(srv.Addr())
+	}
+	// A failing infrastructure part (HTTP server, relay) stops everything.
+	go func() {
+		select {
+		case <-infraCtx.Done():
+			if ctx.Err() == nil {
+				logger.Error("infrastructure stopped; shutting down services")
+			}
+			stopServices()
+		case <-svcParent.Done():
+		}
+	}()
+	svcErr := svc.Wait()
+	srv.SetDraining()
+	logger.Info("services stopped; flushing outbox and closing")
+	stopInfra()
+	infraErr := infra.Wait()
+	return errors.Join(svcErr, infraErr)
+}

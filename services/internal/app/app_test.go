@@ -1,0 +1,231 @@
+package app_test
+
+import (
+	"context"
+	"database/sql"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+
+	"github.com/axsched/ax/contracts"
+	"github.com/axsched/ax/contracts/client"
+	"github.com/axsched/ax/events"
+	"github.com/axsched/ax/services/executor"
+	"github.com/axsched/ax/services/internal/app"
+	"github.com/axsched/ax/services/internal/bus"
+	"github.com/axsched/ax/services/internal/natsembed"
+	"github.com/axsched/ax/services/internal/testenv"
+)
+
+// system is `ax up` wired in-process against real servers.
+type system struct {
+	api     *client.Client
+	db      *sql.DB
+	natsURL string
+	stop    func()
+}
+
+func startSystem(t *testing.T, redisAddr, prefix string, mutate func(*app.Config)) *system {
+	t.Helper()
+	dsn := testenv.MySQLDSN(t)
+	db, err := sql.Open("mysql", dsn)
+	require.NoError(t, err)
+	t.Cleanup(func() { db.Close() })
+
+	storeDir := filepath.Join(t.TempDir(), "nats")
+	ready := make(chan string, 1)
+	cfg := app.Config{
+		MySQLDSN: dsn, RedisAddr: redisAddr, RedisPrefix: prefix,
+		EmbeddedNATS: true, Embedded: natsembed.Config{Listen: "127.0.0.1:0", StoreDir: storeDir},
+		HTTPAddr: "127.0.0.1:0", Node: "e2e", NodeID: 7,
+		Types:   executor.Builtins(),
+		OnReady: func(addr string) { ready <- addr },
+	}
+	cfg.Timer.ReconcileInterval = time.Second
+	cfg.Timer.ReconcileGrace = 2 * time.Second
+	if mutate != nil {
+		mutate(&cfg)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- app.Run(ctx, cfg, app.AllServices, testenv.Logger(t)) }()
+	var addr string
+	select {
+	case addr = <-ready:
+	case err := <-done:
+		cancel()
+		t.Fatalf("ax did not start: %v", err)
+	case <-time.After(30 * time.Second):
+		cancel()
+		t.Fatal("ax did not start within 30s")
+	}
+	s := &system{api: client.New(addr), db: db}
+	var once sync.Once
+	s.stop = func() {
+		once.Do(func() {
+			cancel()
+			select {
+			case err := <-done:
+				require.NoError(t, err)
+			case <-time.After(60 * time.Second):
+				t.Error("ax did not stop within 60s")
+			}
+		})
+	}
+	t.Cleanup(s.stop)
+	return s
+}
+
+func (s *system) countStatus(t *testing.T, status contracts.Status) int {
+	t.Helper()
+	var n int
+	require.NoError(t, s.db.QueryRow(`SELECT COUNT(*) FROM tasks WHERE status = ?`, string(status)).Scan(&n))
+	return n
+}
+
+// histories returns each task's sequence of target states.
+func (s *system) histories(t *testing.T) map[int64]string {
+	t.Helper()
+	rows, err := s.db.Query(`SELECT task_id, GROUP_CONCAT(to_status ORDER BY id SEPARATOR '>') FROM task_history GROUP BY task_id`)
+	require.NoError(t, err)
+	defer rows.Close()
+	out := map[int64]string{}
+	for rows.Next() {
+		var id int64
+		var seq string
+		require.NoError(t, rows.Scan(&id, &seq))
+		out[id] = seq
+	}
+	return out
+}
+
+func (s *system) historyRows(t *testing.T) int {
+	t.Helper()
+	var n int
+	require.NoError(t, s.db.QueryRow(`SELECT COUNT(*) FROM task_history`).Scan(&n))
+	return n
+}
+
+func streamMsgs(t *testing.T, url string) uint64 {
+	t.Helper()
+	conn, err := bus.Connect(context.Background(), url, "e2e-check")
+	require.NoError(t, err)
+	defer conn.Close()
+	s, err := conn.JS.Stream(context.Background(), events.StreamEvents)
+	require.NoError(t, err)
+	info, err := s.Info(context.Background())
+	require.NoError(t, err)
+	return info.State.Msgs
+}
+
+func submitMany(t *testing.T, api *client.Client, n, workers int, req contracts.SubmitRequest) []string {
+	t.Helper()
+	ids := make([]string, n)
+	var wg sync.WaitGroup
+	next := make(chan int)
+	for range workers {
+		wg.Go(func() {
+			for i := range next {
+				task, err := api.Submit(context.Background(), req)
+				if err != nil {
+					t.Errorf("submit %d: %v", i, err)
+					continue
+				}
+				ids[i] = task.ID
+			}
+		})
+	}
+	for i := range n {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	return ids
+}
+
+func TestEndToEndThousandNoopTasks(t *testing.T) {
+	_, k := testenv.Redis(t)
+	var natsURL string
+	sys := startSystem(t, "127.0.0.1:6379", k.Prefix, func(c *app.Config) {
+		c.Embedded.Listen = "127.0.0.1:" + strconv.Itoa(testenv.FreePort(t))
+		natsURL = "nats://" + c.Embedded.Listen
+	})
+
+	const n = 1000
+	start := time.Now()
+	ids := submitMany(t, sys.api, n, 16, contracts.SubmitRequest{Type: "ax.noop"})
+	submitted := time.Since(start)
+	testenv.Eventually(t, 120*time.Second, "all tasks SUCCESS", func() bool {
+		return sys.countStatus(t, contracts.StatusSuccess) == n
+	})
+	elapsed := time.Since(start)
+	t.Logf("%d ax.noop tasks: submitted in %s, all SUCCESS after %s (%.0f tasks/s end to end)",
+		n, submitted.Round(time.Millisecond), elapsed.Round(time.Millisecond), n/elapsed.Seconds())
+
+	hist := sys.histories(t)
+	require.Len(t, hist, n)
+	for _, id := range ids {
+		i, err := strconv.ParseInt(id, 10, 64)
+		require.NoError(t, err)
+		require.Equal(t, "READY>RUNNING>SUCCESS", hist[i], "history of task %s", id)
+	}
+	// The relay may still be flushing the last events.
+	want := sys.historyRows(t)
+	require.Equal(t, 3*n, want)
+	testenv.Eventually(t, 30*time.Second, "one event per history row", func() bool {
+		return streamMsgs(t, natsURL) == uint64(want)
+	})
+
+	// The API agrees with the database.
+	task, err := sys.api.Get(context.Background(), ids[0])
+	require.NoError(t, err)
+	require.Equal(t, contracts.StatusSuccess, task.Status)
+	h, err := sys.api.History(context.Background(), ids[0])
+	require.NoError(t, err)
+	require.Len(t, h.History, 3)
+	require.Equal(t, "submitter@e2e", h.History[0].Actor)
+	require.Equal(t, "executor@e2e", h.History[1].Actor)
+	require.Equal(t, 1, h.History[2].Attempt)
+}
+
+// TestRedisLossLosesNoTask wipes and restarts Redis while 200 delayed tasks
+// wait in it: the timer notices the lost index and rebuilds it from MySQL;
+// every task runs once and none early.
+func TestRedisLossLosesNoTask(t *testing.T) {
+	redisSrv := testenv.StartRedis(t)
+	sys := startSystem(t, redisSrv.Addr, "ax", nil)
+
+	const n = 200
+	submitMany(t, sys.api, n, 8, contracts.SubmitRequest{Type: "ax.noop", Delay: "3s"})
+	rdb := redis.NewClient(&redis.Options{Addr: redisSrv.Addr})
+	defer rdb.Close()
+	testenv.Eventually(t, 10*time.Second, "tasks indexed in Redis", func() bool {
+		total := int64(0)
+		for _, p := range contracts.Priorities {
+			total += rdb.ZCard(context.Background(), "ax:{sched}:lane:"+string(p)).Val()
+		}
+		return total == n
+	})
+	require.NoError(t, rdb.FlushAll(context.Background()).Err())
+	redisSrv.Stop()
+	time.Sleep(300 * time.Millisecond)
+	redisSrv.Start()
+
+	testenv.Eventually(t, 60*time.Second, "all tasks SUCCESS", func() bool {
+		return sys.countStatus(t, contracts.StatusSuccess) == n
+	})
+	for id, seq := range sys.histories(t) {
+		require.Equal(t, "READY>RUNNING>SUCCESS", seq, "task %d ran more than once or strayed", id)
+	}
+	var early int
+	require.NoError(t, sys.db.QueryRow(`SELECT COUNT(*) FROM task_history h JOIN tasks t ON t.id = h.task_id
+		WHERE h.to_status = 'RUNNING'
+		  AND TIMESTAMPDIFF(MICROSECOND, '1970-01-01', h.created_at) < t.next_run_time * 1000`).Scan(&early))
+	require.Zero(t, early, "tasks started before their due time")
+}
+

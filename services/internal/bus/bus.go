@@ -1,0 +1,144 @@
+// Package bus is ax's NATS JetStream plumbing: connecting, declaring the
+// streams named in package events, publishing batches asynchronously with
+// acknowledgements awaited together, and consuming durable consumers through
+// watermill routers (recoverer, retry and correlation middleware).
+package bus
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/axsched/ax/events"
+)
+
+// Conn is a NATS connection with its JetStream context.
+type Conn struct {
+	NC  *nats.Conn
+	JS  jetstream.JetStream
+	URL string
+}
+
+// Connect dials NATS and retries reconnects forever: a NATS restart must not
+// kill a service, only pause it.
+func Connect(ctx context.Context, url, name string) (*Conn, error) {
+	nc, err := nats.Connect(url,
+		nats.Name(name),
+		nats.MaxReconnects(-1),
+		nats.ReconnectWait(250*time.Millisecond),
+		nats.RetryOnFailedConnect(false),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("connect nats %s: %w", url, err)
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		nc.Close()
+		return nil, fmt.Errorf("jetstream on %s: %w", url, err)
+	}
+	return &Conn{NC: nc, JS: js, URL: url}, nil
+}
+
+// Close drains and closes the connection.
+func (c *Conn) Close() {
+	if c == nil || c.NC == nil {
+		return
+	}
+	_ = c.NC.Drain()
+	c.NC.Close()
+}
+
+// StreamOptions tune the streams ax declares.
+type StreamOptions struct {
+	// Replicas is the stream replication factor (3 in a production cluster).
+	Replicas int
+	// EventsMaxAge bounds how long transfer events are kept.
+	EventsMaxAge time.Duration
+	// DuplicateWindow is how long a Nats-Msg-Id is remembered.
+	DuplicateWindow time.Duration
+}
+
+func (o *StreamOptions) defaults() {
+	if o.Replicas <= 0 {
+		o.Replicas = 1
+	}
+	if o.EventsMaxAge <= 0 {
+		o.EventsMaxAge = 7 * 24 * time.Hour
+	}
+	if o.DuplicateWindow <= 0 {
+		o.DuplicateWindow = 2 * time.Minute
+	}
+}
+
+// EnsureStreams creates or updates AX_EVENTS and AX_WORK.
+func EnsureStreams(ctx context.Context, js jetstream.JetStream, o StreamOptions) error {
+	o.defaults()
+	cfgs := []jetstream.StreamConfig{
+		{
+			Name: events.StreamEvents, Subjects: []string{events.EventsSubjects},
+			Retention: jetstream.LimitsPolicy, Storage: jetstream.FileStorage,
+			MaxAge: o.EventsMaxAge, Duplicates: o.DuplicateWindow, Replicas: o.Replicas,
+		},
+		{
+			Name: events.StreamWork, Subjects: []string{events.WorkSubjects},
+			Retention: jetstream.WorkQueuePolicy, Storage: jetstream.FileStorage,
+			Duplicates: o.DuplicateWindow, Replicas: o.Replicas,
+		},
+	}
+	for _, cfg := range cfgs {
+		if _, err := js.CreateOrUpdateStream(ctx, cfg); err != nil {
+			return fmt.Errorf("declare stream %s: %w", cfg.Name, err)
+		}
+	}
+	return nil
+}
+
+// Msg is one message to publish.
+type Msg struct {
+	Subject       string
+	ID            string // becomes Nats-Msg-Id when set
+	EventType     string
+	CorrelationID string
+	Data          []byte
+}
+
+// PublishBatch publishes every message asynchronously and waits for all the
+// acknowledgements, so a batch costs about one round trip instead of one per
+// message. It returns an error if any message was not stored; messages with
+// an ID are de-duplicated by the stream, so publishing the batch again is
+// safe.
+func PublishBatch(ctx context.Context, js jetstream.JetStream, msgs []Msg) error {
+	futures := make([]jetstream.PubAckFuture, 0, len(msgs))
+	for _, m := range msgs {
+		nm := &nats.Msg{Subject: m.Subject, Data: m.Data, Header: nats.Header{}}
+		if m.ID != "" {
+			nm.Header.Set(events.HeaderMsgID, m.ID)
+		}
+		if m.EventType != "" {
+			nm.Header.Set(events.HeaderEventType, m.EventType)
+		}
+		if m.CorrelationID != "" {
+			nm.Header.Set(events.HeaderCorrelationID, m.CorrelationID)
+		}
+		f, err := js.PublishMsgAsync(nm)
+		if err != nil {
+			return fmt.Errorf("publish %s: %w", m.Subject, err)
+		}
+		futures = append(futures, f)
+	}
+	var errs []error
+	for _, f := range futures {
+		select {
+		case <-f.Ok():
+		case err := <-f.Err():
+			errs = append(errs, fmt.Errorf("publish %s: %w", f.Msg().Subject, err))
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return errors.Join(errs...)
+}

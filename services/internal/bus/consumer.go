@@ -1,0 +1,133 @@
+package bus
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/ThreeDotsLabs/watermill"
+	wmjs "github.com/ThreeDotsLabs/watermill-nats/v2/pkg/jetstream"
+	"github.com/ThreeDotsLabs/watermill/message"
+	"github.com/ThreeDotsLabs/watermill/message/router/middleware"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/axsched/ax/events"
+)
+
+// ConsumerSpec declares one durable JetStream consumer and how hard to work it.
+type ConsumerSpec struct {
+	// Name is the durable consumer name (see package events).
+	Name string
+	// Stream and Subject select what it consumes.
+	Stream  string
+	Subject string
+	// Parallel is how many messages are handled at once.
+	Parallel int
+	// AckWait is how long a message may be in flight before redelivery.
+	AckWait time.Duration
+	// MaxDeliver bounds redeliveries; a message that keeps failing is
+	// dropped and its task re-driven from MySQL by a reconciler.
+	MaxDeliver int
+}
+
+// NewRouter returns a watermill router with ax's standard middleware:
+// panics become errors, the correlation ID (task ID) follows the message,
+// and a failing handler is retried briefly before the message is nacked.
+func NewRouter(logger *slog.Logger) (*message.Router, error) {
+	r, err := message.NewRouter(message.RouterConfig{CloseTimeout: 10 * time.Second}, WatermillLogger(logger))
+	if err != nil {
+		return nil, fmt.Errorf("watermill router: %w", err)
+	}
+	r.AddMiddleware(
+		middleware.Recoverer,
+		middleware.CorrelationID,
+		middleware.Retry{
+			MaxRetries:      3,
+			InitialInterval: 50 * time.Millisecond,
+			MaxInterval:     time.Second,
+			Multiplier:      2,
+			Logger:          WatermillLogger(logger),
+		}.Middleware,
+	)
+	return r, nil
+}
+
+// WatermillLogger adapts slog for watermill, demoting its per-message info
+// lines to debug.
+func WatermillLogger(logger *slog.Logger) watermill.LoggerAdapter {
+	return watermill.NewSlogLoggerWithLevelMapping(logger, map[slog.Level]slog.Level{
+		slog.LevelInfo: slog.LevelDebug,
+	})
+}
+
+// AddConsumer binds spec to handler on router. The durable consumer is
+// created or updated on first subscribe; Parallel handlers share it, each
+// with its own pull subscription, over a connection of their own (watermill
+// drains the connection when it closes the subscriber).
+func AddConsumer(router *message.Router, url string, spec ConsumerSpec, logger *slog.Logger, handler message.NoPublishHandlerFunc) error {
+	if spec.Parallel <= 0 {
+		spec.Parallel = 1
+	}
+	if spec.AckWait <= 0 {
+		spec.AckWait = 30 * time.Second
+	}
+	if spec.MaxDeliver == 0 {
+		spec.MaxDeliver = 20
+	}
+	nc, err := nats.Connect(url, nats.Name("ax-"+spec.Name), nats.MaxReconnects(-1), nats.ReconnectWait(250*time.Millisecond))
+	if err != nil {
+		return fmt.Errorf("connect nats for consumer %s: %w", spec.Name, err)
+	}
+	sub, err := wmjs.NewSubscriber(wmjs.SubscriberConfig{
+		Conn:           nc,
+		Logger:         WatermillLogger(logger),
+		AckWaitTimeout: spec.AckWait,
+		AckAsync:       true,
+		NakDelay:       wmjs.NewStaticDelay(250 * time.Millisecond),
+		Unmarshaler:    unmarshaler{},
+		ResourceInitializer: func(ctx context.Context, js jetstream.JetStream, _ string) (jetstream.Consumer, func(context.Context, watermill.LoggerAdapter), error) {
+			c, err := js.CreateOrUpdateConsumer(ctx, spec.Stream, jetstream.ConsumerConfig{
+				Durable:       spec.Name,
+				FilterSubject: spec.Subject,
+				AckPolicy:     jetstream.AckExplicitPolicy,
+				AckWait:       spec.AckWait,
+				MaxDeliver:    spec.MaxDeliver,
+				MaxAckPending: 10000,
+				DeliverPolicy: jetstream.DeliverAllPolicy,
+			})
+			if err != nil {
+				return nil, nil, fmt.Errorf("declare consumer %s on %s: %w", spec.Name, spec.Stream, err)
+			}
+			return c, nil, nil
+		},
+	})
+	if err != nil {
+		nc.Close()
+		return fmt.Errorf("watermill subscriber %s: %w", spec.Name, err)
+	}
+	for i := range spec.Parallel {
+		router.AddConsumerHandler(fmt.Sprintf("%s-%d", spec.Name, i), spec.Subject, sub, handler)
+	}
+	return nil
+}
+
+// unmarshaler keeps the event ID as the watermill UUID and every header as
+// metadata. It never fails, because watermill-nats cannot cope with a nil
+// message.
+type unmarshaler struct{}
+
+func (unmarshaler) Unmarshal(msg jetstream.Msg) (*message.Message, error) {
+	id := msg.Headers().Get(events.HeaderMsgID)
+	if id == "" {
+		id = watermill.NewShortUUID()
+	}
+	m := message.NewMessage(id, msg.Data())
+	for k, v := range msg.Headers() {
+		if len(v) > 0 {
+			m.Metadata.Set(k, v[0])
+		}
+	}
+	return m, nil
+}

@@ -1,0 +1,82 @@
+// Package clock gives ax one notion of "now": the Redis server's TIME. Every
+// due-time decision uses it (or the database clock inside SQL), so a node
+// whose local clock is skewed neither runs tasks early nor misses them.
+package clock
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/axsched/ax/services/internal/metrics"
+)
+
+// Clock tells the time.
+type Clock interface {
+	Now() time.Time
+}
+
+// System is the local clock.
+type System struct{}
+
+// Now returns the local time.
+func (System) Now() time.Time { return time.Now() }
+
+// Redis is the local clock corrected by the measured offset to Redis TIME.
+// The offset is refreshed by Run; before the first sync it is zero.
+type Redis struct {
+	rdb    redis.UniversalClient
+	local  func() time.Time
+	offset atomic.Int64 // nanoseconds to add to local
+	logger *slog.Logger
+}
+
+// NewRedis builds a Redis clock. local is the node's clock (injectable so
+// tests can skew it); nil means time.Now.
+func NewRedis(rdb redis.UniversalClient, local func() time.Time, logger *slog.Logger) *Redis {
+	if local == nil {
+		local = time.Now
+	}
+	return &Redis{rdb: rdb, local: local, logger: logger}
+}
+
+// Now returns the estimated Redis time.
+func (c *Redis) Now() time.Time { return c.local().Add(time.Duration(c.offset.Load())) }
+
+// Offset is Redis time minus local time as last measured.
+func (c *Redis) Offset() time.Duration { return time.Duration(c.offset.Load()) }
+
+// Sync measures the offset once, halving the round trip.
+func (c *Redis) Sync(ctx context.Context) error {
+	t0 := c.local()
+	rt, err := c.rdb.Time(ctx).Result()
+	if err != nil {
+		return fmt.Errorf("redis TIME: %w", err)
+	}
+	t1 := c.local()
+	mid := t0.Add(t1.Sub(t0) / 2)
+	off := rt.Sub(mid)
+	c.offset.Store(int64(off))
+	metrics.ClockSkew.Set(-off.Seconds())
+	return nil
+}
+
+// Run re-syncs every interval until ctx ends.
+func (c *Redis) Run(ctx context.Context, interval time.Duration) error {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		if err := c.Sync(ctx); err != nil && ctx.Err() == nil {
+			c.logger.Warn("clock sync failed", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
+}

@@ -1,0 +1,45 @@
+// Package keys builds every Redis key ax uses. Keys that one Lua script
+// touches together share the {sched} hash tag so the script also works on
+// Redis Cluster.
+package keys
+
+import (
+	"strconv"
+
+	"github.com/axsched/ax/contracts"
+)
+
+// Keys builds keys under one prefix (default "ax"); tests use a prefix each.
+type Keys struct {
+	Prefix string
+}
+
+// New returns key builders for prefix, "ax" when empty.
+func New(prefix string) Keys {
+	if prefix == "" {
+		prefix = "ax"
+	}
+	return Keys{Prefix: prefix}
+}
+
+// Lane is the sorted set of due times of one priority lane
+// (score = next run time in Unix ms, member = task ID).
+func (k Keys) Lane(p contracts.Priority) string { return k.Prefix + ":{sched}:lane:" + string(p) }
+
+// Lanes lists the lane keys in serve order.
+func (k Keys) Lanes() []string {
+	out := make([]string, len(contracts.Priorities))
+	for i, p := range contracts.Priorities {
+		out[i] = k.Lane(p)
+	}
+	return out
+}
+
+// Generation marks the index as built; its absence means Redis lost the
+// index (restart, FLUSHALL, failover) and the timer must rebuild it.
+func (k Keys) Generation() string { return k.Prefix + ":{sched}:gen" }
+
+// Lock is a task's execution lease, holding "<node>:<attempt>".
+func (k Keys) Lock(taskID int64) string {
+	return k.Prefix + ":lock:task:" + strconv.FormatInt(taskID, 10)
+}

@@ -1,0 +1,86 @@
+// Package metrics declares every Prometheus metric ax exports, so names live
+// in one place. All metrics register on the default registry, which /metrics
+// serves.
+package metrics
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
+)
+
+var (
+	// TasksSubmitted counts accepted submissions by type and whether they
+	// were deduplicated.
+	TasksSubmitted = promauto.NewCounterVec(prometheus.CounterOpts{
+		Name: "ax_tasks_submitted_total", Help: "Tasks accepted by the submitter.",
+	}, []string{"type", "deduplicated"})
+	// Transfers counts committed state transfers by target state.
+	Transfers = promauto.NewCounterVec(prometheus.CounterOpts{
+		Name: "ax_transfers_total", Help: "Committed task state transfers by target state.",
+	}, []string{"to"})
+	// TransferConflicts counts transfers that lost their compare-and-set.
+	TransferConflicts = promauto.NewCounterVec(prometheus.CounterOpts{
+		Name: "ax_transfer_conflicts_total", Help: "Transfers refused because the task moved first or the attempt was stale.",
+	}, []string{"to"})
+	// OutboxRelayed counts events moved from the outbox to JetStream.
+	OutboxRelayed = promauto.NewCounter(prometheus.CounterOpts{
+		Name: "ax_outbox_relayed_total", Help: "Outbox events published to JetStream.",
+	})
+	// OutboxErrors counts failed relay passes.
+	OutboxErrors = promauto.NewCounter(prometheus.CounterOpts{
+		Name: "ax_outbox_relay_errors_total", Help: "Relay passes that failed and will be retried.",
+	})
+	// TimerIndexed counts READY tasks added to the timer's sorted sets.
+	TimerIndexed = promauto.NewCounter(prometheus.CounterOpts{
+		Name: "ax_timer_indexed_total", Help: "READY tasks indexed into the due-time sorted sets.",
+	})
+	// TimerDue counts tasks the timer found due, by lane.
+	TimerDue = promauto.NewCounterVec(prometheus.CounterOpts{
+		Name: "ax_timer_due_total", Help: "Tasks taken from the sorted sets as due, by lane.",
+	}, []string{"lane"})
+	// TimerRebuilds counts rebuilds of the Redis index from MySQL.
+	TimerRebuilds = promauto.NewCounter(prometheus.CounterOpts{
+		Name: "ax_timer_rebuilds_total", Help: "Rebuilds of the Redis due-time index from MySQL.",
+	})
+	// TimerReconciled counts READY tasks re-driven by the reconciler.
+	TimerReconciled = promauto.NewCounter(prometheus.CounterOpts{
+		Name: "ax_timer_reconciled_total", Help: "Stale READY tasks re-indexed by the reconciler.",
+	})
+	// ClockSkew is local clock minus Redis TIME, in seconds.
+	ClockSkew = promauto.NewGauge(prometheus.GaugeOpts{
+		Name: "ax_clock_skew_seconds", Help: "Local clock minus the Redis TIME clock.",
+	})
+	// Dispatched counts tasks handed to executors, by type.
+	Dispatched = promauto.NewCounterVec(prometheus.CounterOpts{
+		Name: "ax_dispatcher_dispatched_total", Help: "Tasks published to executor subjects.",
+	}, []string{"type"})
+	// DispatchSkipped counts due commands dropped after the MySQL re-check.
+	DispatchSkipped = promauto.NewCounterVec(prometheus.CounterOpts{
+		Name: "ax_dispatcher_skipped_total", Help: "Due commands dropped after re-checking MySQL.",
+	}, []string{"reason"})
+	// ExecutorRuns counts handler runs by type and outcome.
+	ExecutorRuns = promauto.NewCounterVec(prometheus.CounterOpts{
+		Name: "ax_executor_runs_total", Help: "Handler runs by type and outcome.",
+	}, []string{"type", "outcome"})
+	// ExecutorRunSeconds measures handler run time.
+	ExecutorRunSeconds = promauto.NewHistogramVec(prometheus.HistogramOpts{
+		Name: "ax_executor_run_seconds", Help: "Handler run time.",
+		Buckets: prometheus.ExponentialBuckets(0.001, 4, 10),
+	}, []string{"type"})
+	// ExecutorClaimsLost counts dispatched tasks another claimant got first.
+	ExecutorClaimsLost = promauto.NewCounterVec(prometheus.CounterOpts{
+		Name: "ax_executor_claims_lost_total", Help: "Claims given up because the lock or the attempt was taken.",
+	}, []string{"type"})
+	// ExecutorActive is the number of handlers running now.
+	ExecutorActive = promauto.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "ax_executor_active_workers", Help: "Handlers running now.",
+	}, []string{"type"})
+	// LeasesLost counts running tasks whose lock renewal failed.
+	LeasesLost = promauto.NewCounter(prometheus.CounterOpts{
+		Name: "ax_executor_leases_lost_total", Help: "Running tasks cancelled because their lock was lost.",
+	})
+	// ReaperRecovered counts RUNNING tasks returned to READY.
+	ReaperRecovered = promauto.NewCounter(prometheus.CounterOpts{
+		Name: "ax_reaper_recovered_total", Help: "RUNNING tasks of silent executors returned to READY.",
+	})
+)

@@ -1,0 +1,128 @@
+// Package ops serves the endpoints every ax process exposes: /livez (the
+// process runs), /readyz (its dependencies answer) and /metrics
+// (Prometheus). The submitter mounts its API on the same server.
+package ops
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// Check reports whether one dependency is usable.
+type Check func(ctx context.Context) error
+
+// Server is an HTTP server with the ops endpoints and room for more routes.
+type Server struct {
+	Mux    *http.ServeMux
+	addr   string
+	logger *slog.Logger
+
+	mu       sync.Mutex
+	checks   map[string]Check
+	draining bool
+	ln       net.Listener
+}
+
+// New builds a server for addr ("127.0.0.1:8080").
+func New(addr string, logger *slog.Logger) *Server {
+	s := &Server{Mux: http.NewServeMux(), addr: addr, logger: logger, checks: map[string]Check{}}
+	s.Mux.HandleFunc("GET /livez", func(w http.ResponseWriter, _ *http.Request) {
+		w.Write([]byte("ok\n"))
+	})
+	s.Mux.HandleFunc("GET /readyz", s.readyz)
+	s.Mux.Handle("GET /metrics", promhttp.Handler())
+	return s
+}
+
+// AddCheck registers a readiness check under name.
+func (s *Server) AddCheck(name string, c Check) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.checks[name] = c
+}
+
+// SetDraining makes /readyz fail so load balancers stop sending work while
+// the process shuts down.
+func (s *Server) SetDraining() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.draining = true
+}
+
+func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+	defer cancel()
+	s.mu.Lock()
+	draining := s.draining
+	checks := make(map[string]Check, len(s.checks))
+	for k, v := range s.checks {
+		checks[k] = v
+	}
+	s.mu.Unlock()
+	if draining {
+		http.Error(w, "draining", http.StatusServiceUnavailable)
+		return
+	}
+	var failed []string
+	for name, c := range checks {
+		if err := c(ctx); err != nil {
+			failed = append(failed, fmt.Sprintf("%s: %v", name, err))
+		}
+	}
+	if len(failed) > 0 {
+		http.Error(w, fmt.Sprint(failed), http.StatusServiceUnavailable)
+		return
+	}
+	w.Write([]byte("ok\n"))
+}
+
+// Listen binds the address now, so callers learn of a port clash at start-up
+// and tests can use ":0".
+func (s *Server) Listen() error {
+	ln, err := net.Listen("tcp", s.addr)
+	if err != nil {
+		return fmt.Errorf("listen %s: %w", s.addr, err)
+	}
+	s.ln = ln
+	return nil
+}
+
+// Addr is the bound address (after Listen).
+func (s *Server) Addr() string {
+	if s.ln == nil {
+		return s.addr
+	}
+	return s.ln.Addr().String()
+}
+
+// Run serves until ctx ends, then shuts down gracefully within 10 s.
+func (s *Server) Run(ctx context.Context) error {
+	if s.ln == nil {
+		if err := s.Listen(); err != nil {
+			return err
+		}
+	}
+	srv := &http.Server{Handler: s.Mux, ReadHeaderTimeout: 10 * time.Second}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(s.ln) }()
+	s.logger.Info("http listening", "addr", s.Addr())
+	select {
+	case err := <-errc:
+		return fmt.Errorf("http server: %w", err)
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("http shutdown: %w", err)
+	}
+	return nil
+}

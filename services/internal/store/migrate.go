@@ -1,0 +1,95 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+
+	"github.com/golang-migrate/migrate/v4"
+	migratemysql "github.com/golang-migrate/migrate/v4/database/mysql"
+	"github.com/golang-migrate/migrate/v4/source/iofs"
+
+	"github.com/axsched/ax/infra/migrations"
+)
+
+// MigrationStatus is where the schema stands.
+type MigrationStatus struct {
+	Version uint
+	Dirty   bool
+	Latest  uint
+}
+
+// newMigrator opens a dedicated connection (migrations need
+// multiStatements) and binds it to the embedded migration files.
+func newMigrator(ctx context.Context, dsn string) (*migrate.Migrate, func(), error) {
+	cfg, err := ParseDSN(dsn)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := ensureDatabase(ctx, cfg); err != nil {
+		return nil, nil, err
+	}
+	cfg.MultiStatements = true
+	cfg.InterpolateParams = false
+	db, err := sql.Open("mysql", cfg.FormatDSN())
+	if err != nil {
+		return nil, nil, fmt.Errorf("open mysql for migrations: %w", err)
+	}
+	driver, err := migratemysql.WithInstance(db, &migratemysql.Config{})
+	if err != nil {
+		db.Close()
+		return nil, nil, fmt.Errorf("migration driver: %w", err)
+	}
+	src, err := iofs.New(migrations.FS, ".")
+	if err != nil {
+		db.Close()
+		return nil, nil, fmt.Errorf("migration source: %w", err)
+	}
+	m, err := migrate.NewWithInstance("iofs", src, "mysql", driver)
+	if err != nil {
+		db.Close()
+		return nil, nil, fmt.Errorf("migrator: %w", err)
+	}
+	return m, func() { m.Close() }, nil
+}
+
+// Migrate applies every pending migration. It is safe to run concurrently
+// from several processes: golang-migrate takes a MySQL advisory lock.
+func Migrate(ctx context.Context, dsn string) error {
+	m, closeFn, err := newMigrator(ctx, dsn)
+	if err != nil {
+		return err
+	}
+	defer closeFn()
+	if err := m.Up(); err != nil && !errors.Is(err, migrate.ErrNoChange) {
+		return fmt.Errorf("migrate up: %w", err)
+	}
+	return nil
+}
+
+// Status reports the applied and the latest embedded migration versions.
+func Status(ctx context.Context, dsn string) (MigrationStatus, error) {
+	m, closeFn, err := newMigrator(ctx, dsn)
+	if err != nil {
+		return MigrationStatus{}, err
+	}
+	defer closeFn()
+	var st MigrationStatus
+	v, dirty, err := m.Version()
+	if err != nil && !errors.Is(err, migrate.ErrNilVersion) {
+		return st, fmt.Errorf("migration version: %w", err)
+	}
+	st.Version, st.Dirty = v, dirty
+	src, err := iofs.New(migrations.FS, ".")
+	if err != nil {
+		return st, fmt.Errorf("migration source: %w", err)
+	}
+	defer src.Close()
+	latest, err := src.First()
+	for err == nil {
+		st.Latest = latest
+		latest, err = src.Next(latest)
+	}
+	return st, nil
+}

@@ -1,0 +1,124 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/axsched/ax/contracts"
+)
+
+// DueRef is what the timer needs to index a READY task.
+type DueRef struct {
+	ID            int64
+	Priority      contracts.Priority
+	NextRunTimeMs int64
+}
+
+// ReadyPage returns READY tasks with id > afterID in id order, for
+// rebuilding the timer's index from the truth.
+func (s *Store) ReadyPage(ctx context.Context, afterID int64, limit int) ([]DueRef, error) {
+	return s.dueRefs(ctx, `SELECT id, priority, next_run_time FROM tasks
+		WHERE status = 'READY' AND id > ? ORDER BY id LIMIT ?`, afterID, limit)
+}
+
+// StaleReady returns READY tasks due before horizonMs that have sat READY
+// for longer than grace without a dispatch in the last redispatchAfter: the
+// tasks whose READY event or due command may have been lost. Age is judged on
+// the database clock, in SQL.
+func (s *Store) StaleReady(ctx context.Context, horizonMs int64, grace, redispatchAfter time.Duration, limit int) ([]DueRef, error) {
+	return s.dueRefs(ctx, `SELECT id, priority, next_run_time FROM tasks
+		WHERE status = 'READY' AND next_run_time <= ?
+		  AND updated_at < NOW(3) - INTERVAL ? MICROSECOND
+		  AND (dispatched_at IS NULL OR dispatched_at < NOW(3) - INTERVAL ? MICROSECOND)
+		ORDER BY next_run_time LIMIT ?`,
+		horizonMs, grace.Microseconds(), redispatchAfter.Microseconds(), limit)
+}
+
+func (s *Store) dueRefs(ctx context.Context, q string, args ...any) ([]DueRef, error) {
+	rows, err := s.db.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("query ready tasks: %w", err)
+	}
+	defer rows.Close()
+	var out []DueRef
+	for rows.Next() {
+		var d DueRef
+		var prio int
+		if err := rows.Scan(&d.ID, &prio, &d.NextRunTimeMs); err != nil {
+			return nil, fmt.Errorf("scan ready task: %w", err)
+		}
+		d.Priority = contracts.PriorityFromRank(prio)
+		out = append(out, d)
+	}
+	return out, rows.Err()
+}
+
+// MarkDispatched records that a READY task was handed to executors, so the
+// reconciler leaves it alone for a while. It is bookkeeping, not a state
+// change, and is fenced by attempt like every executor-facing write.
+func (s *Store) MarkDispatched(ctx context.Context, id int64, attempt int) error {
+	_, err := s.db.ExecContext(ctx, `UPDATE tasks SET dispatched_at = NOW(3)
+		WHERE id = ? AND status = 'READY' AND attempt = ?`, id, attempt)
+	if err != nil {
+		return fmt.Errorf("mark task %d dispatched: %w", id, err)
+	}
+	return nil
+}
+
+// RunningRef identifies one attempt of a RUNNING task.
+type RunningRef struct {
+	ID            int64
+	Attempt       int
+	Executor      string
+	LastHeartbeat time.Time
+}
+
+// SilentRunning returns RUNNING tasks whose last heartbeat is older than
+// silence on the database clock (or missing).
+func (s *Store) SilentRunning(ctx context.Context, silence time.Duration, limit int) ([]RunningRef, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT id, attempt, COALESCE(executor_addr, ''),
+			COALESCE(last_heartbeat_time, updated_at)
+		FROM tasks
+		WHERE status = 'RUNNING'
+		  AND (last_heartbeat_time IS NULL OR last_heartbeat_time < NOW(3) - INTERVAL ? MICROSECOND)
+		ORDER BY last_heartbeat_time LIMIT ?`, silence.Microseconds(), limit)
+	if err != nil {
+		return nil, fmt.Errorf("query silent running tasks: %w", err)
+	}
+	defer rows.Close()
+	var out []RunningRef
+	for rows.Next() {
+		var r RunningRef
+		if err := rows.Scan(&r.ID, &r.Attempt, &r.Executor, &r.LastHeartbeat); err != nil {
+			return nil, fmt.Errorf("scan running task: %w", err)
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
+// AttemptRef names one attempt of a task.
+type AttemptRef struct {
+	ID      int64
+	Attempt int
+}
+
+// Heartbeat refreshes last_heartbeat_time of the given attempts in one
+// statement; an attempt that is no longer current is left untouched.
+func (s *Store) Heartbeat(ctx context.Context, refs []AttemptRef) error {
+	if len(refs) == 0 {
+		return nil
+	}
+	args := make([]any, 0, 2*len(refs))
+	for _, r := range refs {
+		args = append(args, r.ID, r.Attempt)
+	}
+	q := `UPDATE tasks SET last_heartbeat_time = NOW(3)
+		WHERE status = 'RUNNING' AND (id, attempt) IN ((?, ?)` + strings.Repeat(", (?, ?)", len(refs)-1) + `)`
+	if _, err := s.db.ExecContext(ctx, q, args...); err != nil {
+		return fmt.Errorf("heartbeat %d tasks: %w", len(refs), err)
+	}
+	return nil
+}

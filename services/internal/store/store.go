@@ -1,0 +1,162 @@
+// Package store is ax's one bounded home for SQL. Every service reads and
+// changes tasks through it, and every state change goes through Transfer (or
+// CreateTask for a task's first state), which writes the task row, its
+// history row and its outbox event in one transaction.
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+)
+
+// Store wraps the MySQL connection pool. It is safe for concurrent use.
+type Store struct {
+	db    *sql.DB
+	now   func() time.Time
+	wake  chan struct{}
+	actor string
+}
+
+// Options configure a Store.
+type Options struct {
+	// Actor names who writes history rows through this store, e.g.
+	// "executor@host-1234". Callers may override it per transfer.
+	Actor string
+	// Now is the clock used for history timestamps; defaults to time.Now.
+	Now func() time.Time
+	// MaxOpenConns bounds the pool; defaults to 32.
+	MaxOpenConns int
+}
+
+// Open connects to MySQL with the settings ax relies on (strict SQL mode,
+// UTC, parsed times), creating the database named in dsn if it is missing.
+func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
+	cfg, err := ParseDSN(dsn)
+	if err != nil {
+		return nil, err
+	}
+	if err := ensureDatabase(ctx, cfg); err != nil {
+		return nil, err
+	}
+	connector, err := mysql.NewConnector(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("mysql connector: %w", err)
+	}
+	db := sql.OpenDB(connector)
+	if opts.MaxOpenConns <= 0 {
+		opts.MaxOpenConns = 32
+	}
+	db.SetMaxOpenConns(opts.MaxOpenConns)
+	db.SetMaxIdleConns(opts.MaxOpenConns)
+	db.SetConnMaxLifetime(30 * time.Minute)
+	if err := db.PingContext(ctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("ping mysql %s: %w", cfg.Addr, err)
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	return &Store{db: db, now: opts.Now, wake: make(chan struct{}, 1), actor: opts.Actor}, nil
+}
+
+// ParseDSN parses a go-sql-driver DSN and forces the session settings ax's
+// SQL assumes, whatever the operator passed.
+func ParseDSN(dsn string) (*mysql.Config, error) {
+	cfg, err := mysql.ParseDSN(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("parse mysql dsn: %w", err)
+	}
+	if cfg.DBName == "" {
+		return nil, fmt.Errorf("mysql dsn %q names no database", cfg.FormatDSN())
+	}
+	cfg.ParseTime = true
+	cfg.Loc = time.UTC
+	cfg.InterpolateParams = true
+	if cfg.Params == nil {
+		cfg.Params = map[string]string{}
+	}
+	cfg.Params["sql_mode"] = "'STRICT_ALL_TABLES,NO_ZERO_DATE,NO_ZERO_IN_DATE,ERROR_FOR_DIVISION_BY_ZERO,NO_ENGINE_SUBSTITUTION'"
+	cfg.Params["time_zone"] = "'+00:00'"
+	return cfg, nil
+}
+
+func ensureDatabase(ctx context.Context, cfg *mysql.Config) error {
+	root := cfg.Clone()
+	root.DBName = ""
+	db, err := sql.Open("mysql", root.FormatDSN())
+	if err != nil {
+		return fmt.Errorf("open mysql: %w", err)
+	}
+	defer db.Close()
+	q := fmt.Sprintf("CREATE DATABASE IF NOT EXISTS `%s` CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci", cfg.DBName)
+	if _, err := db.ExecContext(ctx, q); err != nil {
+		return fmt.Errorf("create database %s on %s: %w", cfg.DBName, cfg.Addr, err)
+	}
+	return nil
+}
+
+// WithActor returns a view of the store that records actor in history rows;
+// it shares the pool and the relay wake-up with s.
+func (s *Store) WithActor(actor string) *Store {
+	c := *s
+	c.actor = actor
+	return &c
+}
+
+// DB exposes the pool for health checks and tests.
+func (s *Store) DB() *sql.DB { return s.db }
+
+// Close closes the pool.
+func (s *Store) Close() error { return s.db.Close() }
+
+// Ping reports whether MySQL answers.
+func (s *Store) Ping(ctx context.Context) error { return s.db.PingContext(ctx) }
+
+// Wake delivers a signal after every commit that wrote outbox rows, so the
+// relay publishes at once instead of waiting for its poll interval.
+func (s *Store) Wake() <-chan struct{} { return s.wake }
+
+func (s *Store) notify() {
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+// inTx runs fn in a transaction, committing when it returns nil.
+func (s *Store) inTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	return s.inTxOpts(ctx, nil, fn)
+}
+
+func (s *Store) inTxOpts(ctx context.Context, opts *sql.TxOptions, fn func(tx *sql.Tx) error) error {
+	tx, err := s.db.BeginTx(ctx, opts)
+	if err != nil {
+		return fmt.Errorf("begin: %w", err)
+	}
+	if err := fn(tx); err != nil {
+		_ = tx.Rollback()
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	return nil
+}
+
+// IsDeadlock reports whether err is InnoDB choosing this transaction as a
+// deadlock victim (or a lock wait timeout): nothing was written and the
+// whole transaction may simply be retried.
+func IsDeadlock(err error) bool {
+	var me *mysql.MySQLError
+	return errors.As(err, &me) && (me.Number == 1213 || me.Number == 1205)
+}
+
+func isDuplicateKey(err error) bool {
+	var me *mysql.MySQLError
+	return errors.As(err, &me) && me.Number == 1062
+}

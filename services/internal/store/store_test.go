@@ -1,0 +1,180 @@
+package store_test
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/axsched/ax/contracts"
+	"github.com/axsched/ax/services/internal/store"
+	"github.com/axsched/ax/services/internal/testenv"
+)
+
+var nextID int64 = 1000
+
+func newTask(t *testing.T, st *store.Store, bizKey *string) *store.Task {
+	t.Helper()
+	nextID++
+	task, _, err := st.CreateTask(context.Background(), store.NewTask{
+		ID: nextID, Type: "ax.noop", Priority: contracts.PriorityNormal, BizKey: bizKey,
+		Payload: []byte(`{}`), Status: contracts.StatusReady, NextRunTimeMs: time.Now().UnixMilli(),
+		MaxRetries: 3, TimeoutMs: 1000, Reason: "test",
+	})
+	require.NoError(t, err)
+	return task
+}
+
+type counts struct{ history, outbox int }
+
+func countRows(t *testing.T, db *sql.DB, taskID int64) counts {
+	t.Helper()
+	var c counts
+	require.NoError(t, db.QueryRow(`SELECT COUNT(*) FROM task_history WHERE task_id = ?`, taskID).Scan(&c.history))
+	require.NoError(t, db.QueryRow(`SELECT COUNT(*) FROM outbox WHERE correlation_id = ?`, taskID).Scan(&c.outbox))
+	return c
+}
+
+func TestTransferRaceHasExactlyOneWinner(t *testing.T) {
+	st, _ := testenv.Store(t)
+	task := newTask(t, st, nil)
+
+	const racers = 20
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	errs := make([]error, racers)
+	for i := range racers {
+		wg.Go(func() {
+			<-start
+			zero := 0
+			_, errs[i] = st.Transfer(context.Background(), store.TransferParams{
+				TaskID: task.ID, From: contracts.StatusReady, To: contracts.StatusRunning,
+				Reason: "race", Attempt: &zero, Claim: true, Executor: "racer",
+			})
+		})
+	}
+	close(start)
+	wg.Wait()
+
+	wins, conflicts := 0, 0
+	for _, err := range errs {
+		switch {
+		case err == nil:
+			wins++
+		case errors.Is(err, store.ErrConflict):
+			conflicts++
+		default:
+			t.Fatalf("unexpected error: %v", err)
+		}
+	}
+	require.Equal(t, 1, wins, "exactly one transfer must win")
+	require.Equal(t, racers-1, conflicts)
+
+	got, err := st.GetTask(context.Background(), task.ID)
+	require.NoError(t, err)
+	require.Equal(t, contracts.StatusRunning, got.Status)
+	require.Equal(t, 1, got.Attempt, "attempt incremented once")
+	// One row each for the creation and the single winning transfer.
+	require.Equal(t, counts{history: 2, outbox: 2}, countRows(t, st.DB(), task.ID))
+}
+
+func TestTransferRollbackLeavesNoHistoryAndNoEvent(t *testing.T) {
+	st, _ := testenv.Store(t)
+	task := newTask(t, st, nil)
+	before := countRows(t, st.DB(), task.ID)
+
+	boom := errors.New("boom after history and outbox were written")
+	_, err := st.Transfer(context.Background(), store.TransferParams{
+		TaskID: task.ID, From: contracts.StatusReady, To: contracts.StatusCancelled, Reason: "doomed",
+		Also: func(context.Context, *sql.Tx) error { return boom },
+	})
+	require.ErrorIs(t, err, boom)
+
+	got, err := st.GetTask(context.Background(), task.ID)
+	require.NoError(t, err)
+	require.Equal(t, contracts.StatusReady, got.Status, "the row update was rolled back")
+	require.Equal(t, before, countRows(t, st.DB(), task.ID), "no history row and no event survive a rollback")
+}
+
+func TestTransferIsFencedByAttempt(t *testing.T) {
+	st, _ := testenv.Store(t)
+	ctx := context.Background()
+	task := newTask(t, st, nil)
+	zero, one := 0, 1
+	_, err := st.Transfer(ctx, store.TransferParams{TaskID: task.ID, From: contracts.StatusReady,
+		To: contracts.StatusRunning, Attempt: &zero, Claim: true, Executor: "a", Reason: "claim"})
+	require.NoError(t, err)
+
+	_, err = st.Transfer(ctx, store.TransferParams{TaskID: task.ID, From: contracts.StatusRunning,
+		To: contracts.StatusSuccess, Attempt: &zero, Reason: "stale writer"})
+	var ce *store.ConflictError
+	require.ErrorAs(t, err, &ce)
+	require.True(t, ce.Fenced)
+	require.Equal(t, 1, ce.ActualAttempt)
+	require.Contains(t, ce.Error(), "stale")
+
+	res, err := st.Transfer(ctx, store.TransferParams{TaskID: task.ID, From: contracts.StatusRunning,
+		To: contracts.StatusSuccess, Attempt: &one, Reason: "current writer"})
+	require.NoError(t, err)
+	require.Equal(t, 1, res.Attempt)
+	require.Equal(t, counts{history: 3, outbox: 3}, countRows(t, st.DB(), task.ID))
+}
+
+func TestIllegalTransitionChangesNothing(t *testing.T) {
+	st, _ := testenv.Store(t)
+	ctx := context.Background()
+	task := newTask(t, st, nil)
+	_, err := st.Transfer(ctx, store.TransferParams{TaskID: task.ID, From: contracts.StatusReady, To: contracts.StatusCancelled, Reason: "x"})
+	require.NoError(t, err)
+	before := countRows(t, st.DB(), task.ID)
+
+	for _, to := range []contracts.Status{contracts.StatusRunning, contracts.StatusReady, contracts.StatusSuccess} {
+		_, err = st.Transfer(ctx, store.TransferParams{TaskID: task.ID, From: contracts.StatusCancelled, To: to, Reason: "x"})
+		require.ErrorIs(t, err, store.ErrIllegalTransition, "CANCELLED -> %s", to)
+	}
+	// From the wrong state: legal in the table but not what the row holds.
+	_, err = st.Transfer(ctx, store.TransferParams{TaskID: task.ID, From: contracts.StatusReady, To: contracts.StatusRunning, Reason: "x"})
+	require.ErrorIs(t, err, store.ErrConflict)
+	require.Equal(t, before, countRows(t, st.DB(), task.ID))
+
+	_, err = st.Transfer(ctx, store.TransferParams{TaskID: 999999999, From: contracts.StatusReady, To: contracts.StatusRunning, Reason: "x"})
+	require.ErrorIs(t, err, store.ErrNotFound)
+}
+
+func TestBizKeyDedupComparesBytes(t *testing.T) {
+	st, _ := testenv.Store(t)
+	keys := []string{"a", "A", "a ", "ä"}
+	ids := map[int64]bool{}
+	for _, k := range keys {
+		task := newTask(t, st, &k)
+		ids[task.ID] = true
+	}
+	require.Len(t, ids, len(keys), "keys differing in case or trailing space are distinct")
+
+	k := "a"
+	nextID++
+	dup, dedup, err := st.CreateTask(context.Background(), store.NewTask{
+		ID: nextID, Type: "ax.noop", Priority: contracts.PriorityNormal, BizKey: &k,
+		Status: contracts.StatusReady, NextRunTimeMs: 1, MaxRetries: 3, TimeoutMs: 1000, Reason: "dup",
+	})
+	require.NoError(t, err)
+	require.True(t, dedup)
+	require.NotEqual(t, nextID, dup.ID)
+	require.True(t, ids[dup.ID])
+	var n int
+	require.NoError(t, st.DB().QueryRow(`SELECT COUNT(*) FROM tasks`).Scan(&n))
+	require.Equal(t, len(keys), n, "a duplicate never inserts a row")
+	require.Equal(t, counts{}, countRows(t, st.DB(), nextID), "a duplicate writes no history or event")
+}
+
+func TestHistoryOfUnknownTaskIsNotFound(t *testing.T) {
+	st, _ := testenv.Store(t)
+	_, err := st.History(context.Background(), 42)
+	require.ErrorIs(t, err, store.ErrNotFound)
+	_, err = st.GetTask(context.Background(), 42)
+	require.ErrorIs(t, err, store.ErrNotFound)
+}

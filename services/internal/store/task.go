@@ -1,0 +1,230 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/axsched/ax/contracts"
+	"github.com/axsched/ax/services/internal/metrics"
+)
+
+// Task is a row of the tasks table.
+type Task struct {
+	ID            int64
+	Type          string
+	Priority      contracts.Priority
+	BizKey        *string
+	Payload       []byte
+	Status        contracts.Status
+	NextRunTimeMs int64
+	Attempt       int
+	RetryCount    int
+	MaxRetries    int
+	TimeoutMs     int64
+	ExecutorAddr  string
+	LastHeartbeat *time.Time
+	LastError     string
+	CreatedAt     time.Time
+	UpdatedAt     time.Time
+}
+
+// API converts the row to its public JSON shape.
+func (t *Task) API() contracts.Task {
+	out := contracts.Task{
+		ID:          strconv.FormatInt(t.ID, 10),
+		Type:        t.Type,
+		Status:      t.Status,
+		Priority:    t.Priority,
+		Payload:     t.Payload,
+		Attempt:     t.Attempt,
+		RetryCount:  t.RetryCount,
+		MaxRetries:  t.MaxRetries,
+		Timeout:     (time.Duration(t.TimeoutMs) * time.Millisecond).String(),
+		NextRunTime: time.UnixMilli(t.NextRunTimeMs).UTC(),
+		Executor:    t.ExecutorAddr,
+		LastError:   t.LastError,
+		CreatedAt:   t.CreatedAt,
+		UpdatedAt:   t.UpdatedAt,
+	}
+	if t.BizKey != nil {
+		out.BizKey = *t.BizKey
+	}
+	return out
+}
+
+const taskColumns = `id, task_type, priority, biz_key, payload, status, next_run_time, attempt,
+	retry_count, max_retry_count, timeout_ms, executor_addr, last_heartbeat_time, last_error,
+	created_at, updated_at`
+
+type rowScanner interface{ Scan(dest ...any) error }
+
+func scanTask(r rowScanner) (*Task, error) {
+	var (
+		t         Task
+		prio      int
+		bizKey    []byte
+		status    string
+		executor  sql.NullString
+		heartbeat sql.NullTime
+		lastError sql.NullString
+	)
+	err := r.Scan(&t.ID, &t.Type, &prio, &bizKey, &t.Payload, &status, &t.NextRunTimeMs, &t.Attempt,
+		&t.RetryCount, &t.MaxRetries, &t.TimeoutMs, &executor, &heartbeat, &lastError,
+		&t.CreatedAt, &t.UpdatedAt)
+	if err != nil {
+		return nil, err
+	}
+	t.Priority = contracts.PriorityFromRank(prio)
+	t.Status = contracts.Status(status)
+	if bizKey != nil {
+		k := string(bizKey)
+		t.BizKey = &k
+	}
+	t.ExecutorAddr = executor.String
+	t.LastError = lastError.String
+	if heartbeat.Valid {
+		hb := heartbeat.Time
+		t.LastHeartbeat = &hb
+	}
+	return &t, nil
+}
+
+// GetTask loads one task.
+func (s *Store) GetTask(ctx context.Context, id int64) (*Task, error) {
+	row := s.db.QueryRowContext(ctx, `SELECT `+taskColumns+` FROM tasks WHERE id = ?`, id)
+	t, err := scanTask(row)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("task %d: %w", id, ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("get task %d: %w", id, err)
+	}
+	return t, nil
+}
+
+// NewTask describes a task to create.
+type NewTask struct {
+	ID            int64
+	Type          string
+	Priority      contracts.Priority
+	BizKey        *string
+	Payload       []byte
+	Status        contracts.Status // READY or SUSPEND
+	NextRunTimeMs int64
+	MaxRetries    int
+	TimeoutMs     int64
+	Reason        string
+	Actor         string
+}
+
+// CreateTask inserts a task with its first history row and event in one
+// transaction. When the (type, biz_key) pair exists already it returns the
+// existing task and dedup=true; the unique index decides, never a prior read.
+func (s *Store) CreateTask(ctx context.Context, nt NewTask) (task *Task, dedup bool, err error) {
+	if !contracts.CanTransition(contracts.StatusNone, nt.Status) {
+		return nil, false, &IllegalTransitionError{From: contracts.StatusNone, To: nt.Status}
+	}
+	actor := s.actorOr(nt.Actor)
+	at := s.now().UTC()
+	err = s.inTx(ctx, func(tx *sql.Tx) error {
+		var bizKey any
+		if nt.BizKey != nil {
+			bizKey = []byte(*nt.BizKey)
+		}
+		_, err := tx.ExecContext(ctx, `INSERT INTO tasks
+			(id, task_type, priority, biz_key, payload, status, next_run_time, attempt, retry_count,
+			 max_retry_count, timeout_ms, created_at, updated_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, 0, 0, ?, ?, ?, ?)`,
+			nt.ID, nt.Type, nt.Priority.Rank(), bizKey, nt.Payload, string(nt.Status), nt.NextRunTimeMs,
+			nt.MaxRetries, nt.TimeoutMs, at, at)
+		if err != nil {
+			return err
+		}
+		return s.record(ctx, tx, transferRecord{
+			taskID: nt.ID, taskType: nt.Type, from: contracts.StatusNone, to: nt.Status,
+			attempt: 0, priority: nt.Priority, nextRunTimeMs: nt.NextRunTimeMs,
+			reason: nt.Reason, actor: actor, at: at,
+		})
+	})
+	if err != nil {
+		if isDuplicateKey(err) {
+			if strings.Contains(err.Error(), "PRIMARY") {
+				return nil, false, fmt.Errorf("create task %d: %w", nt.ID, ErrIDTaken)
+			}
+			existing, gerr := s.taskByBizKey(ctx, nt.Type, *nt.BizKey)
+			if gerr != nil {
+				return nil, false, fmt.Errorf("load deduplicated task: %w", gerr)
+			}
+			return existing, true, nil
+		}
+		return nil, false, fmt.Errorf("create task: %w", err)
+	}
+	metrics.Transfers.WithLabelValues(string(nt.Status)).Inc()
+	s.notify()
+	return &Task{
+		ID: nt.ID, Type: nt.Type, Priority: nt.Priority, BizKey: nt.BizKey, Payload: nt.Payload,
+		Status: nt.Status, NextRunTimeMs: nt.NextRunTimeMs, MaxRetries: nt.MaxRetries,
+		TimeoutMs: nt.TimeoutMs, CreatedAt: at, UpdatedAt: at,
+	}, false, nil
+}
+
+func (s *Store) taskByBizKey(ctx context.Context, taskType, bizKey string) (*Task, error) {
+	row := s.db.QueryRowContext(ctx, `SELECT `+taskColumns+` FROM tasks WHERE task_type = ? AND biz_key = ?`,
+		taskType, []byte(bizKey))
+	t, err := scanTask(row)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, ErrNotFound
+	}
+	return t, err
+}
+
+// HistoryRow is one row of task_history.
+type HistoryRow struct {
+	From    contracts.Status
+	To      contracts.Status
+	Attempt int
+	Reason  string
+	Actor   string
+	EventID string
+	At      time.Time
+}
+
+// History returns a task's transfers, oldest first. A task with no history
+// does not exist.
+func (s *Store) History(ctx context.Context, taskID int64) ([]HistoryRow, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT from_status, to_status, attempt, reason, actor, event_id, created_at
+		FROM task_history WHERE task_id = ? ORDER BY id`, taskID)
+	if err != nil {
+		return nil, fmt.Errorf("history of task %d: %w", taskID, err)
+	}
+	defer rows.Close()
+	var out []HistoryRow
+	for rows.Next() {
+		var h HistoryRow
+		var from, to string
+		if err := rows.Scan(&from, &to, &h.Attempt, &h.Reason, &h.Actor, &h.EventID, &h.At); err != nil {
+			return nil, fmt.Errorf("scan history of task %d: %w", taskID, err)
+		}
+		h.From, h.To = contracts.Status(from), contracts.Status(to)
+		out = append(out, h)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("history of task %d: %w", taskID, err)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("task %d: %w", taskID, ErrNotFound)
+	}
+	return out, nil
+}
+
+func (s *Store) actorOr(actor string) string {
+	if actor != "" {
+		return actor
+	}
+	return s.actor
+}

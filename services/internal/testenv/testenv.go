@@ -1,0 +1,256 @@
+// Package testenv gives integration tests real, isolated servers: a fresh
+// MySQL database per test, a Redis key prefix (or a private redis-server
+// process) per test, and an embedded NATS JetStream server per test. When a
+// server is missing the test is skipped locally and fails under CI=true.
+package testenv
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/axsched/ax/services/internal/bus"
+	"github.com/axsched/ax/services/internal/keys"
+	"github.com/axsched/ax/services/internal/natsembed"
+	"github.com/axsched/ax/services/internal/store"
+)
+
+// Settings read from the environment, with the machine defaults.
+var (
+	mysqlBase = envOr("AX_TEST_MYSQL_DSN", "root@tcp(127.0.0.1:3306)/")
+	redisAddr = envOr("AX_TEST_REDIS_ADDR", "127.0.0.1:6379")
+)
+
+func envOr(k, def string) string {
+	if v := os.Getenv(k); v != "" {
+		return v
+	}
+	return def
+}
+
+// Unavailable skips the test, or fails it under CI=true, because a server
+// it needs is missing.
+func Unavailable(t testing.TB, what string, err error) {
+	t.Helper()
+	if os.Getenv("CI") == "true" {
+		t.Fatalf("%s unavailable (CI requires it): %v", what, err)
+	}
+	t.Skipf("%s unavailable: %v", what, err)
+}
+
+// Suffix is a short random identifier for names.
+func Suffix() string {
+	b := make([]byte, 4)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// MySQLDSN creates a fresh database with the schema migrated and drops it
+// when the test ends. It returns the DSN.
+func MySQLDSN(t testing.TB) string {
+	t.Helper()
+	cfg, err := mysql.ParseDSN(mysqlBase)
+	if err != nil {
+		t.Fatalf("AX_TEST_MYSQL_DSN: %v", err)
+	}
+	cfg.DBName = ""
+	root, err := sql.Open("mysql", cfg.FormatDSN())
+	if err != nil {
+		Unavailable(t, "mysql", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := root.PingContext(ctx); err != nil {
+		root.Close()
+		Unavailable(t, "mysql", err)
+	}
+	name := "axtest_" + Suffix()
+	cfg.DBName = name
+	dsn := cfg.FormatDSN()
+	t.Cleanup(func() {
+		_, _ = root.Exec("DROP DATABASE IF EXISTS `" + name + "`")
+		root.Close()
+	})
+	if err := store.Migrate(context.Background(), dsn); err != nil {
+		t.Fatalf("migrate %s: %v", name, err)
+	}
+	return dsn
+}
+
+// Store opens a store on a fresh database.
+func Store(t testing.TB) (*store.Store, string) {
+	t.Helper()
+	dsn := MySQLDSN(t)
+	st, err := store.Open(context.Background(), dsn, store.Options{Actor: "test"})
+	if err != nil {
+		t.Fatalf("open store: %v", err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st, dsn
+}
+
+// Redis connects to the shared Redis and returns key builders under a
+// prefix of the test's own; the keys are deleted when the test ends.
+func Redis(t testing.TB) (*redis.Client, keys.Keys) {
+	t.Helper()
+	rdb := redis.NewClient(&redis.Options{Addr: redisAddr})
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := rdb.Ping(ctx).Err(); err != nil {
+		rdb.Close()
+		Unavailable(t, "redis", err)
+	}
+	k := keys.New("axtest" + Suffix())
+	t.Cleanup(func() {
+		iter := rdb.Scan(context.Background(), 0, k.Prefix+":*", 1000).Iterator()
+		for iter.Next(context.Background()) {
+			rdb.Del(context.Background(), iter.Val())
+		}
+		rdb.Close()
+	})
+	return rdb, k
+}
+
+// RedisServer is a private redis-server process a test may flush, kill and
+// restart without disturbing other tests.
+type RedisServer struct {
+	Addr string
+	t    testing.TB
+	cmd  *exec.Cmd
+	port int
+}
+
+// StartRedis starts a private redis-server on a free port.
+func StartRedis(t testing.TB) *RedisServer {
+	t.Helper()
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		Unavailable(t, "redis-server binary", err)
+	}
+	port := FreePort(t)
+	s := &RedisServer{Addr: "127.0.0.1:" + strconv.Itoa(port), t: t, port: port}
+	s.Start()
+	t.Cleanup(s.Stop)
+	return s
+}
+
+// Start (re)starts the server process and waits until it answers.
+func (s *RedisServer) Start() {
+	s.t.Helper()
+	s.cmd = exec.Command("redis-server", "--port", strconv.Itoa(s.port), "--bind", "127.0.0.1",
+		"--save", "", "--appendonly", "no", "--daemonize", "no")
+	if err := s.cmd.Start(); err != nil {
+		s.t.Fatalf("start redis-server: %v", err)
+	}
+	rdb := redis.NewClient(&redis.Options{Addr: s.Addr})
+	defer rdb.Close()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		if rdb.Ping(context.Background()).Err() == nil {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	s.t.Fatalf("redis-server on %s did not answer within 10s", s.Addr)
+}
+
+// Stop kills the server process (its data is gone: nothing is persisted).
+func (s *RedisServer) Stop() {
+	if s.cmd != nil && s.cmd.Process != nil {
+		_ = s.cmd.Process.Kill()
+		_ = s.cmd.Wait()
+		s.cmd = nil
+	}
+}
+
+// NATS starts an embedded JetStream server with its own store directory
+// and returns a connection with ax's streams declared.
+func NATS(t testing.TB) *bus.Conn {
+	t.Helper()
+	srv, err := natsembed.Start(natsembed.Config{Listen: "127.0.0.1:0", StoreDir: filepath.Join(t.TempDir(), "js")})
+	if err != nil {
+		t.Fatalf("embedded nats: %v", err)
+	}
+	t.Cleanup(srv.Shutdown)
+	conn, err := bus.Connect(context.Background(), srv.URL(), "test")
+	if err != nil {
+		t.Fatalf("connect nats: %v", err)
+	}
+	t.Cleanup(conn.Close)
+	if err := bus.EnsureStreams(context.Background(), conn.JS, bus.StreamOptions{}); err != nil {
+		t.Fatalf("streams: %v", err)
+	}
+	return conn
+}
+
+// FreePort returns a TCP port that was free a moment ago.
+func FreePort(t testing.TB) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("free port: %v", err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// Logger logs to the test's output at warn level and above (debug with
+// AX_TEST_LOG=debug).
+func Logger(t testing.TB) *slog.Logger {
+	level := slog.LevelWarn
+	if strings.EqualFold(os.Getenv("AX_TEST_LOG"), "debug") {
+		level = slog.LevelDebug
+	}
+	w := &testWriter{t: t}
+	t.Cleanup(func() { w.done.Store(true) })
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level}))
+}
+
+// testWriter drops lines written after the test finished, which the testing
+// package would otherwise turn into a panic.
+type testWriter struct {
+	t    testing.TB
+	done atomic.Bool
+}
+
+func (w *testWriter) Write(p []byte) (int, error) {
+	if !w.done.Load() {
+		w.t.Log(strings.TrimRight(string(p), "\n"))
+	}
+	return len(p), nil
+}
+
+// Eventually polls cond every 20 ms until it returns true or timeout passes.
+func Eventually(t testing.TB, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		if cond() {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("timed out after %s waiting for %s", timeout, what)
+}
+
+// Must fails the test on err.
+func Must(t testing.TB, err error, format string, args ...any) {
+	t.Helper()
+	if err != nil {
+		t.Fatalf("%s: %v", fmt.Sprintf(format, args...), err)
+	}
+}

@@ -1,0 +1,327 @@
+// Package submitter is ax's front door: the HTTP JSON API that accepts
+// tasks, answers for their state and history, and cancels them.
+//
+// A submission is validated completely before anything is written; the task
+// row, its first history row and its READY event are then written in one
+// transaction (store.CreateTask), so an accepted task is never lost and a
+// rejected one leaves no trace. Errors are application/problem+json with a
+// stable code (contracts.Code*).
+package submitter
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/axsched/ax/contracts"
+	"github.com/axsched/ax/services/internal/clock"
+	"github.com/axsched/ax/services/internal/idgen"
+	"github.com/axsched/ax/services/internal/metrics"
+	"github.com/axsched/ax/services/internal/store"
+)
+
+// Defaults for Config.
+const (
+	MaxPayloadDefault  = 64 << 10
+	MaxHorizonDefault  = 365 * 24 * time.Hour
+	MaxRetriesLimit    = 100
+	MaxTimeoutDefault  = 24 * time.Hour
+	bodyOverheadBytes  = 8 << 10
+	cancelRetriesLimit = 5
+)
+
+// Config tunes the submitter.
+type Config struct {
+	// Node names this submitter in history rows.
+	Node string
+	// MaxPayload is the largest payload accepted, in bytes.
+	MaxPayload int64
+	// MaxHorizon is how far ahead a task may be scheduled.
+	MaxHorizon time.Duration
+}
+
+// Submitter serves the task API.
+type Submitter struct {
+	cfg    Config
+	store  *store.Store
+	ids    *idgen.Generator
+	clock  clock.Clock
+	logger *slog.Logger
+}
+
+// New builds a submitter.
+func New(cfg Config, st *store.Store, ids *idgen.Generator, clk clock.Clock, logger *slog.Logger) *Submitter {
+	if cfg.MaxPayload <= 0 {
+		cfg.MaxPayload = MaxPayloadDefault
+	}
+	if cfg.MaxHorizon <= 0 {
+		cfg.MaxHorizon = MaxHorizonDefault
+	}
+	return &Submitter{cfg: cfg, store: st, ids: ids, clock: clk, logger: logger.With("service", "submitter")}
+}
+
+// Routes mounts the API on mux.
+func (s *Submitter) Routes(mux *http.ServeMux) {
+	mux.HandleFunc("POST /v1/tasks", s.handleSubmit)
+	mux.HandleFunc("GET /v1/tasks/{id}", s.handleGet)
+	mux.HandleFunc("GET /v1/tasks/{id}/history", s.handleHistory)
+	mux.HandleFunc("POST /v1/tasks/{id}/cancel", s.handleCancel)
+	mux.HandleFunc("GET /v1/types/{name}", s.handleGetType)
+}
+
+// Run holds the submitter's place in the process lifecycle: its work happens
+// in the HTTP handlers mounted by Routes, which the process's HTTP server
+// stops after every service has returned.
+func (s *Submitter) Run(ctx context.Context) error {
+	<-ctx.Done()
+	return nil
+}
+
+func (s *Submitter) actor() string { return "submitter@" + s.cfg.Node }
+
+func (s *Submitter) handleSubmit(w http.ResponseWriter, r *http.Request) {
+	limit := s.cfg.MaxPayload + bodyOverheadBytes
+	if r.ContentLength > limit {
+		writeProblem(w, http.StatusRequestEntityTooLarge, contracts.CodePayloadTooLarge,
+			fmt.Sprintf("request body of %d bytes exceeds the limit of %d bytes", r.ContentLength, limit))
+		return
+	}
+	var req contracts.SubmitRequest
+	if p := decodeJSON(w, r, limit, &req); p != nil {
+		writeProblem(w, p.Status, p.Code, p.Detail)
+		return
+	}
+	nt, p := s.validate(r.Context(), &req)
+	if p != nil {
+		writeProblem(w, p.Status, p.Code, p.Detail)
+		return
+	}
+	task, dedup, err := s.create(r.Context(), nt)
+	if err != nil {
+		s.internal(w, "create task", err)
+		return
+	}
+	metrics.TasksSubmitted.WithLabelValues(task.Type, strconv.FormatBool(dedup)).Inc()
+	out := task.API()
+	status := http.StatusCreated
+	if dedup {
+		out.Deduplicated = true
+		status = http.StatusOK
+	}
+	writeJSON(w, status, out)
+}
+
+// create inserts the task, retrying with a fresh ID on the rare snowflake
+// collision between two submitters sharing a node ID.
+func (s *Submitter) create(ctx context.Context, nt store.NewTask) (*store.Task, bool, error) {
+	for range 3 {
+		nt.ID = s.ids.Next()
+		task, dedup, err := s.store.CreateTask(ctx, nt)
+		if errors.Is(err, store.ErrIDTaken) {
+			continue
+		}
+		return task, dedup, err
+	}
+	return nil, false, fmt.Errorf("three task ID collisions in a row: check that submitters have distinct node IDs")
+}
+
+func (s *Submitter) validate(ctx context.Context, req *contracts.SubmitRequest) (store.NewTask, *contracts.Problem) {
+	bad := func(code, format string, args ...any) (store.NewTask, *contracts.Problem) {
+		return store.NewTask{}, &contracts.Problem{Status: http.StatusBadRequest, Code: code, Detail: fmt.Sprintf(format, args...)}
+	}
+	if err := contracts.ValidateTypeName(req.Type); err != nil {
+		return bad(contracts.CodeInvalidArgument, "%v", err)
+	}
+	if int64(len(req.Payload)) > s.cfg.MaxPayload {
+		return store.NewTask{}, &contracts.Problem{Status: http.StatusRequestEntityTooLarge, Code: contracts.CodePayloadTooLarge,
+			Detail: fmt.Sprintf("payload of %d bytes exceeds the limit of %d bytes", len(req.Payload), s.cfg.MaxPayload)}
+	}
+	prio, err := contracts.ParsePriority(req.Priority)
+	if err != nil {
+		return bad(contracts.CodeInvalidArgument, "%v", err)
+	}
+	if req.Delay != "" && req.RunAt != "" {
+		return bad(contracts.CodeInvalidArgument, "give either delay or run_at, not both")
+	}
+	now := s.clock.Now()
+	due := now
+	switch {
+	case req.Delay != "":
+		d, err := time.ParseDuration(req.Delay)
+		if err != nil {
+			return bad(contracts.CodeInvalidArgument, "delay %q is not a duration like \"10s\" or \"1500ms\"", req.Delay)
+		}
+		if d < 0 {
+			return bad(contracts.CodeInvalidArgument, "delay %q is negative", req.Delay)
+		}
+		due = now.Add(d)
+	case req.RunAt != "":
+		t, err := time.Parse(time.RFC3339Nano, req.RunAt)
+		if err != nil {
+			return bad(contracts.CodeInvalidArgument, "run_at %q is not an RFC 3339 time like \"2026-01-02T15:04:05Z\"", req.RunAt)
+		}
+		due = t
+		if due.Before(now) {
+			due = now
+		}
+	}
+	if due.Sub(now) > s.cfg.MaxHorizon {
+		return bad(contracts.CodeInvalidArgument, "task is due %s from now, beyond the horizon of %s", due.Sub(now).Round(time.Second), s.cfg.MaxHorizon)
+	}
+	if len(req.BizKey) > contracts.MaxBizKeyLen {
+		return bad(contracts.CodeInvalidArgument, "biz_key is %d bytes, more than %d", len(req.BizKey), contracts.MaxBizKeyLen)
+	}
+	if req.MaxRetries != nil && (*req.MaxRetries < 0 || *req.MaxRetries > MaxRetriesLimit) {
+		return bad(contracts.CodeInvalidArgument, "max_retries must be between 0 and %d, got %d", MaxRetriesLimit, *req.MaxRetries)
+	}
+	var timeout time.Duration
+	if req.Timeout != "" {
+		timeout, err = time.ParseDuration(req.Timeout)
+		if err != nil || timeout <= 0 || timeout > MaxTimeoutDefault {
+			return bad(contracts.CodeInvalidArgument, "timeout %q must be a positive duration up to %s", req.Timeout, MaxTimeoutDefault)
+		}
+	}
+	tt, err := s.store.GetType(ctx, req.Type)
+	if errors.Is(err, store.ErrNotFound) {
+		return bad(contracts.CodeUnknownType, "task type %q is not registered: start an executor that serves it", req.Type)
+	}
+	if err != nil {
+		return store.NewTask{}, &contracts.Problem{Status: http.StatusServiceUnavailable, Code: contracts.CodeUnavailable, Detail: "task types cannot be read now"}
+	}
+	nt := store.NewTask{
+		Type: req.Type, Priority: prio, Payload: req.Payload, Status: contracts.StatusReady,
+		NextRunTimeMs: due.UnixMilli(), MaxRetries: tt.MaxRetries, TimeoutMs: tt.TimeoutMs,
+		Reason: "submitted", Actor: s.actor(),
+	}
+	if nt.Priority == "" {
+		nt.Priority = tt.Priority
+	}
+	if req.MaxRetries != nil {
+		nt.MaxRetries = *req.MaxRetries
+	}
+	if timeout > 0 {
+		nt.TimeoutMs = timeout.Milliseconds()
+	}
+	if req.BizKey != "" {
+		k := req.BizKey
+		nt.BizKey = &k
+	}
+	if due.After(now) {
+		nt.Reason = "submitted, due " + due.UTC().Format(time.RFC3339Nano)
+	}
+	return nt, nil
+}
+
+func (s *Submitter) taskID(w http.ResponseWriter, r *http.Request) (int64, bool) {
+	raw := r.PathValue("id")
+	id, err := strconv.ParseInt(raw, 10, 64)
+	if err != nil || id <= 0 {
+		writeProblem(w, http.StatusNotFound, contracts.CodeNotFound, fmt.Sprintf("no task with id %q: task IDs are positive integers", raw))
+		return 0, false
+	}
+	return id, true
+}
+
+func (s *Submitter) handleGet(w http.ResponseWriter, r *http.Request) {
+	id, ok := s.taskID(w, r)
+	if !ok {
+		return
+	}
+	task, err := s.store.GetTask(r.Context(), id)
+	if errors.Is(err, store.ErrNotFound) {
+		writeProblem(w, http.StatusNotFound, contracts.CodeNotFound, fmt.Sprintf("no task with id %d", id))
+		return
+	}
+	if err != nil {
+		s.internal(w, "get task", err)
+		return
+	}
+	writeJSON(w, http.StatusOK, task.API())
+}
+
+func (s *Submitter) handleHistory(w http.ResponseWriter, r *http.Request) {
+	id, ok := s.taskID(w, r)
+	if !ok {
+		return
+	}
+	rows, err := s.store.History(r.Context(), id)
+	if errors.Is(err, store.ErrNotFound) {
+		writeProblem(w, http.StatusNotFound, contracts.CodeNotFound, fmt.Sprintf("no task with id %d", id))
+		return
+	}
+	if err != nil {
+		s.internal(w, "task history", err)
+		return
+	}
+	out := contracts.History{TaskID: strconv.FormatInt(id, 10), History: make([]contracts.HistoryEntry, len(rows))}
+	for i, h := range rows {
+		out.History[i] = contracts.HistoryEntry{From: h.From, To: h.To, Attempt: h.Attempt, Reason: h.Reason,
+			Actor: h.Actor, EventID: h.EventID, At: h.At}
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (s *Submitter) handleCancel(w http.ResponseWriter, r *http.Request) {
+	id, ok := s.taskID(w, r)
+	if !ok {
+		return
+	}
+	for range cancelRetriesLimit {
+		task, err := s.store.GetTask(r.Context(), id)
+		if errors.Is(err, store.ErrNotFound) {
+			writeProblem(w, http.StatusNotFound, contracts.CodeNotFound, fmt.Sprintf("no task with id %d", id))
+			return
+		}
+		if err != nil {
+			s.internal(w, "cancel task", err)
+			return
+		}
+		if !contracts.CanTransition(task.Status, contracts.StatusCancelled) {
+			writeProblem(w, http.StatusConflict, contracts.CodeIllegalTransition,
+				fmt.Sprintf("task %d is %s and cannot be cancelled", id, task.Status))
+			return
+		}
+		_, err = s.store.Transfer(r.Context(), store.TransferParams{
+			TaskID: id, From: task.Status, To: contracts.StatusCancelled,
+			Reason: "cancelled through the API", Actor: s.actor(),
+		})
+		if errors.Is(err, store.ErrConflict) {
+			continue // it moved meanwhile; look again
+		}
+		if err != nil {
+			s.internal(w, "cancel task", err)
+			return
+		}
+		task, err = s.store.GetTask(r.Context(), id)
+		if err != nil {
+			s.internal(w, "cancel task", err)
+			return
+		}
+		writeJSON(w, http.StatusOK, task.API())
+		return
+	}
+	writeProblem(w, http.StatusConflict, contracts.CodeIllegalTransition, fmt.Sprintf("task %d kept changing state; try again", id))
+}
+
+func (s *Submitter) handleGetType(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("name")
+	tt, err := s.store.GetType(r.Context(), name)
+	if errors.Is(err, store.ErrNotFound) {
+		writeProblem(w, http.StatusNotFound, contracts.CodeNotFound, fmt.Sprintf("no task type %q", name))
+		return
+	}
+	if err != nil {
+		s.internal(w, "get type", err)
+		return
+	}
+	writeJSON(w, http.StatusOK, tt.API())
+}
+
+func (s *Submitter) internal(w http.ResponseWriter, what string, err error) {
+	s.logger.Error(what+" failed", "err", err)
+	writeProblem(w, http.StatusInternalServerError, contracts.CodeInternal, what+" failed; see the submitter's log")
+}

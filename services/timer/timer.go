@@ -1,0 +1,257 @@
+package timer
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/ThreeDotsLabs/watermill/message"
+	"github.com/redis/go-redis/v9"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/axsched/ax/contracts"
+	"github.com/axsched/ax/events"
+	"github.com/axsched/ax/services/internal/bus"
+	"github.com/axsched/ax/services/internal/keys"
+	"github.com/axsched/ax/services/internal/metrics"
+	"github.com/axsched/ax/services/internal/store"
+)
+
+// Defaults for Config.
+const (
+	IntervalDefault          = 500 * time.Millisecond
+	BatchDefault             = 1000
+	ReconcileIntervalDefault = 5 * time.Second
+	ReconcileGraceDefault    = 5 * time.Second
+	RedispatchAfterDefault   = 30 * time.Second
+	ConsumersDefault         = 4
+)
+
+// Config tunes the timer.
+type Config struct {
+	// Interval is the longest the loop sleeps; it wakes sooner for earlier
+	// tasks.
+	Interval time.Duration
+	// Batch is the most IDs one pop takes.
+	Batch int
+	// ReconcileInterval is how often MySQL is searched for stale READY tasks.
+	ReconcileInterval time.Duration
+	// ReconcileGrace is how long a task may sit READY and undispatched
+	// before the reconciler re-indexes it.
+	ReconcileGrace time.Duration
+	// RedispatchAfter is how long a dispatched but unclaimed task waits
+	// before it is dispatched again.
+	RedispatchAfter time.Duration
+	// Consumers is how many READY events are indexed at once.
+	Consumers int
+}
+
+func (c *Config) defaults() {
+	if c.Interval <= 0 {
+		c.Interval = IntervalDefault
+	}
+	if c.Batch <= 0 {
+		c.Batch = BatchDefault
+	}
+	if c.ReconcileInterval <= 0 {
+		c.ReconcileInterval = ReconcileIntervalDefault
+	}
+	if c.ReconcileGrace <= 0 {
+		c.ReconcileGrace = ReconcileGraceDefault
+	}
+	if c.RedispatchAfter <= 0 {
+		c.RedispatchAfter = RedispatchAfterDefault
+	}
+	if c.Consumers <= 0 {
+		c.Consumers = ConsumersDefault
+	}
+}
+
+// Timer is the timer service.
+type Timer struct {
+	cfg    Config
+	store  *store.Store
+	rdb    redis.UniversalClient
+	keys   keys.Keys
+	conn   *bus.Conn
+	logger *slog.Logger
+
+	wake     chan struct{}
+	nextWake atomic.Int64 // Redis-clock ms the loop plans to wake at
+}
+
+// New builds a timer.
+func New(cfg Config, st *store.Store, rdb redis.UniversalClient, k keys.Keys, conn *bus.Conn, logger *slog.Logger) *Timer {
+	cfg.defaults()
+	return &Timer{cfg: cfg, store: st, rdb: rdb, keys: k, conn: conn,
+		logger: logger.With("service", "timer"), wake: make(chan struct{}, 1)}
+}
+
+// Run indexes READY events, pops due tasks and reconciles until ctx ends.
+func (t *Timer) Run(ctx context.Context) error {
+	if _, err := t.ensureIndex(ctx); err != nil {
+		return err
+	}
+	router, err := bus.NewRouter(t.logger)
+	if err != nil {
+		return err
+	}
+	err = bus.AddConsumer(router, t.conn.URL, bus.ConsumerSpec{
+		Name: events.ConsumerTimer, Stream: events.StreamEvents,
+		Subject: events.TaskEventSubject(contracts.StatusReady), Parallel: t.cfg.Consumers,
+	}, t.logger, t.handleReady)
+	if err != nil {
+		return err
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return router.Run(gctx) })
+	g.Go(func() error { return t.loop(gctx) })
+	g.Go(func() error { return t.reconcileLoop(gctx) })
+	return g.Wait()
+}
+
+func (t *Timer) handleReady(msg *message.Message) error {
+	var ev events.TaskTransferred
+	if err := events.Decode(msg.Payload, &ev); err != nil {
+		t.logger.Error("dropping undecodable READY event", "event_id", msg.UUID, "err", err)
+		return nil
+	}
+	if ev.To != contracts.StatusReady {
+		return nil
+	}
+	if err := t.Index(msg.Context(), []store.DueRef{{ID: ev.TaskID, Priority: ev.Priority, NextRunTimeMs: ev.NextRunTimeMs}}); err != nil {
+		return err
+	}
+	return nil
+}
+
+// Index adds READY tasks to their lanes and wakes the loop when one is due
+// before it planned to wake.
+func (t *Timer) Index(ctx context.Context, refs []store.DueRef) error {
+	if len(refs) == 0 {
+		return nil
+	}
+	pipe := t.rdb.Pipeline()
+	earliest := int64(-1)
+	for _, r := range refs {
+		prio := r.Priority
+		if prio.Rank() < 0 {
+			prio = contracts.PriorityNormal
+		}
+		pipe.ZAdd(ctx, t.keys.Lane(prio), redis.Z{Score: float64(r.NextRunTimeMs), Member: strconv.FormatInt(r.ID, 10)})
+		if earliest < 0 || r.NextRunTimeMs < earliest {
+			earliest = r.NextRunTimeMs
+		}
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return fmt.Errorf("index %d ready tasks: %w", len(refs), err)
+	}
+	metrics.TimerIndexed.Add(float64(len(refs)))
+	if earliest < t.nextWake.Load() {
+		t.Wake()
+	}
+	return nil
+}
+
+// Wake makes the loop pop now.
+func (t *Timer) Wake() {
+	select {
+	case t.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (t *Timer) loop(ctx context.Context) error {
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-timer.C:
+		case <-t.wake:
+		}
+		sleep, err := t.RunOnce(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			t.logger.Warn("timer pass failed", "err", err)
+			sleep = t.cfg.Interval
+		}
+		if !timer.Stop() {
+			select {
+			case <-timer.C:
+			default:
+			}
+		}
+		timer.Reset(sleep)
+	}
+}
+
+// RunOnce pops due tasks, publishes them, and returns how long to sleep.
+func (t *Timer) RunOnce(ctx context.Context) (time.Duration, error) {
+	res, err := popScript.Run(ctx, t.rdb, append([]string{t.keys.Generation()}, t.keys.Lanes()...), t.cfg.Batch).Slice()
+	if err != nil {
+		return 0, fmt.Errorf("pop due tasks: %w", err)
+	}
+	if len(res) == 1 {
+		rebuilt, err := t.ensureIndex(ctx)
+		if err != nil {
+			return 0, err
+		}
+		if !rebuilt {
+			// Another replica is rebuilding; try again shortly.
+			return 50 * time.Millisecond, nil
+		}
+		return 0, nil
+	}
+	now, next := toInt(res[0]), toInt(res[1])
+	var msgs []bus.Msg
+	for i := 2; i+2 < len(res); i += 3 {
+		lane := contracts.PriorityFromRank(int(toInt(res[i])))
+		id, err := strconv.ParseInt(fmt.Sprint(res[i+1]), 10, 64)
+		if err != nil {
+			t.logger.Error("dropping malformed lane member", "member", res[i+1])
+			continue
+		}
+		data, _ := json.Marshal(events.TaskDue{TaskID: id, Priority: lane, NextRunTimeMs: toInt(res[i+2])})
+		msgs = append(msgs, bus.Msg{Subject: events.SubjectDue, EventType: events.TypeTaskDue,
+			CorrelationID: strconv.FormatInt(id, 10), Data: data})
+		metrics.TimerDue.WithLabelValues(string(lane)).Inc()
+	}
+	if len(msgs) > 0 {
+		if err := bus.PublishBatch(ctx, t.conn.JS, msgs); err != nil {
+			// The IDs left Redis; the reconciler finds them in MySQL.
+			return 0, fmt.Errorf("publish %d due tasks: %w", len(msgs), err)
+		}
+	}
+	if len(msgs) >= t.cfg.Batch {
+		t.nextWake.Store(now)
+		return 0, nil
+	}
+	sleep := t.cfg.Interval
+	wakeAt := now + sleep.Milliseconds()
+	if next >= 0 && next < wakeAt {
+		wakeAt = next
+		sleep = time.Duration(next-now) * time.Millisecond
+	}
+	t.nextWake.Store(wakeAt)
+	return sleep, nil
+}
+
+func toInt(v any) int64 {
+	switch x := v.(type) {
+	case int64:
+		return x
+	case string:
+		f, _ := strconv.ParseFloat(x, 64)
+		return int64(f)
+	default:
+		return 0
+	}
+}
