@@ -13,7 +13,19 @@ const (
 	TypeTaskTransferred = "task.transferred.v1"
 	TypeTaskDue         = "task.due.v1"
 	TypeTaskDispatched  = "task.dispatched.v1"
+	TypeTaskTypeChanged = "tasktype.changed.v1"
 )
+
+// TaskTypeChanged says an operator changed a task type's settings. Services
+// that cache type settings refresh them; the timer re-indexes a resumed
+// type's waiting tasks at once.
+type TaskTypeChanged struct {
+	Name        string    `json:"name"`
+	Paused      bool      `json:"paused"`
+	Concurrency int       `json:"concurrency"`
+	Actor       string    `json:"actor"`
+	At          time.Time `json:"at"`
+}
 
 // TaskTransferred records that a task moved between two states. It is the
 // event twin of one task_history row and shares its event ID.

@@ -24,6 +24,10 @@ const (
 	// SubjectDue carries TaskDue commands from the timer to the dispatcher.
 	SubjectDue = "ax.work.due"
 
+	// SubjectTypeChanged carries TaskTypeChanged events (pause, resume,
+	// limits) to every service that caches type settings.
+	SubjectTypeChanged = "ax.events.type.changed"
+
 	taskEventPrefix = "ax.events.task."
 	execPrefix      = "ax.work.exec."
 )

@@ -169,7 +169,8 @@ func (s *Store) CreateTask(ctx context.Context, nt NewTask) (task *Task, dedup b
 	return &Task{
 		ID: nt.ID, Type: nt.Type, Priority: nt.Priority, BizKey: nt.BizKey, Payload: nt.Payload,
 		Status: nt.Status, NextRunTimeMs: nt.NextRunTimeMs, MaxRetries: nt.MaxRetries,
-		TimeoutMs: nt.TimeoutMs, CreatedAt: at, UpdatedAt: at,
+		// The column keeps milliseconds; answer what a later read returns.
+		TimeoutMs: nt.TimeoutMs, CreatedAt: at.Truncate(time.Millisecond), UpdatedAt: at.Truncate(time.Millisecond),
 	}, false, nil
 }
 

@@ -192,13 +192,35 @@ func (s *Store) recordTx(ctx context.Context, tx *sql.Tx, r transferRecord) (str
 	if err != nil {
 		return "", fmt.Errorf("encode event of task %d: %w", r.taskID, err)
 	}
-	if _, err := tx.ExecContext(ctx, `INSERT INTO outbox (event_id, subject, event_type, correlation_id, payload)
-		VALUES (?, ?, ?, ?, ?)`,
-		eventID, events.TaskEventSubject(r.to), events.TypeTaskTransferred,
-		strconv.FormatInt(r.taskID, 10), payload); err != nil {
-		return "", fmt.Errorf("insert outbox event of task %d: %w", r.taskID, err)
+	err = insertOutbox(ctx, tx, outboxEvent{ID: eventID, Subject: events.TaskEventSubject(r.to),
+		Type: events.TypeTaskTransferred, CorrelationID: strconv.FormatInt(r.taskID, 10), Payload: payload})
+	if err != nil {
+		return "", fmt.Errorf("task %d: %w", r.taskID, err)
 	}
 	return eventID, nil
+}
+
+// outboxEvent is one row for the relay to publish.
+type outboxEvent struct {
+	ID            string
+	Subject       string
+	Type          string
+	CorrelationID string
+	Payload       []byte
+}
+
+// insertOutbox queues an event in the caller's transaction; the relay
+// publishes it once the transaction commits. Every event ax publishes about
+// a state change goes through here.
+func insertOutbox(ctx context.Context, tx *sql.Tx, e outboxEvent) error {
+	if e.ID == "" {
+		e.ID = ulid.Make().String()
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO outbox (event_id, subject, event_type, correlation_id, payload)
+		VALUES (?, ?, ?, ?, ?)`, e.ID, e.Subject, e.Type, e.CorrelationID, e.Payload); err != nil {
+		return fmt.Errorf("insert outbox event %s: %w", e.Subject, err)
+	}
+	return nil
 }
 
 // truncate cuts s to at most n bytes without splitting a UTF-8 sequence,

@@ -1,0 +1,264 @@
+package contracts
+
+import (
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// openAPIDoc holds only the parts of the document that are compared with the
+// Go code; everything else is prose for people.
+type openAPIDoc struct {
+	OpenAPI    string                          `yaml:"openapi"`
+	Paths      map[string]map[string]yaml.Node `yaml:"paths"`
+	Components struct {
+		Schemas map[string]openAPISchema `yaml:"schemas"`
+	} `yaml:"components"`
+}
+
+type openAPISchema struct {
+	Properties map[string]yaml.Node `yaml:"properties"`
+	Required   []string             `yaml:"required"`
+	Enum       []string             `yaml:"enum"`
+}
+
+// loadOpenAPI parses the embedded bytes rather than the file so that the
+// embedding itself is covered.
+func loadOpenAPI(t *testing.T) openAPIDoc {
+	t.Helper()
+	var doc openAPIDoc
+	if err := yaml.Unmarshal(OpenAPI, &doc); err != nil {
+		t.Fatalf("parse openapi.yaml: %v", err)
+	}
+	if !strings.HasPrefix(doc.OpenAPI, "3.1.") {
+		t.Fatalf("openapi.yaml declares OpenAPI %q, want 3.1.x", doc.OpenAPI)
+	}
+	return doc
+}
+
+// jsonFields returns the wire names of a struct's fields as encoding/json
+// sees them, and those without omitempty, which are therefore always sent.
+func jsonFields(t *testing.T, typ reflect.Type) (names, always []string) {
+	t.Helper()
+	for f := range typ.Fields() {
+		if !f.IsExported() {
+			continue
+		}
+		if f.Anonymous {
+			t.Fatalf("%s embeds %s: flatten it or teach this test about embedding", typ, f.Type)
+		}
+		tag := f.Tag.Get("json")
+		if tag == "-" {
+			continue
+		}
+		name, opts, _ := strings.Cut(tag, ",")
+		if name == "" {
+			name = f.Name
+		}
+		names = append(names, name)
+		if !slices.Contains(strings.Split(opts, ","), "omitempty") {
+			always = append(always, name)
+		}
+	}
+	slices.Sort(names)
+	slices.Sort(always)
+	return names, always
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+func sorted(s []string) []string {
+	s = slices.Clone(s)
+	slices.Sort(s)
+	return s
+}
+
+func stringsOf[S ~string](values []S) []string {
+	out := make([]string, len(values))
+	for i, v := range values {
+		out[i] = string(v)
+	}
+	return out
+}
+
+// TestOpenAPISchemasMatchGoTypes keeps each schema's properties equal to the
+// Go struct's JSON fields, and its required list equal to the fields that are
+// always sent, so a field added, renamed or made optional on one side fails
+// here until the other side follows.
+func TestOpenAPISchemasMatchGoTypes(t *testing.T) {
+	doc := loadOpenAPI(t)
+	tests := []struct {
+		schema string
+		goType reflect.Type
+	}{
+		{"SubmitRequest", reflect.TypeFor[SubmitRequest]()},
+		{"Task", reflect.TypeFor[Task]()},
+		{"HistoryEntry", reflect.TypeFor[HistoryEntry]()},
+		{"History", reflect.TypeFor[History]()},
+		{"TaskType", reflect.TypeFor[TaskType]()},
+		{"Problem", reflect.TypeFor[Problem]()},
+	}
+	for _, tt := range tests {
+		t.Run(tt.schema, func(t *testing.T) {
+			s, ok := doc.Components.Schemas[tt.schema]
+			if !ok {
+				t.Fatalf("openapi.yaml has no schema %s", tt.schema)
+			}
+			names, always := jsonFields(t, tt.goType)
+			if got := sortedKeys(s.Properties); !slices.Equal(got, names) {
+				t.Errorf("schema %s properties = %v, want the json names of %s: %v", tt.schema, got, tt.goType, names)
+			}
+			if got := sorted(s.Required); !slices.Equal(got, always) {
+				t.Errorf("schema %s required = %v, want the fields of %s without omitempty: %v", tt.schema, got, tt.goType, always)
+			}
+		})
+	}
+}
+
+// TestOpenAPIEnums keeps the documented values equal to the code's. Status
+// and Priority are compared in order because their order means something
+// (stable listing, serve order); error codes are compared as a set.
+func TestOpenAPIEnums(t *testing.T) {
+	doc := loadOpenAPI(t)
+	// Written out by hand because Go cannot enumerate constants: a new Code*
+	// constant must be added here and to the document.
+	codes := []string{
+		CodeMalformedJSON,
+		CodeInvalidArgument,
+		CodeUnknownType,
+		CodePayloadTooLarge,
+		CodeNotFound,
+		CodeIllegalTransition,
+		CodeInternal,
+		CodeUnavailable,
+	}
+	tests := []struct {
+		schema  string
+		want    []string
+		ordered bool
+	}{
+		{"Status", stringsOf(Statuses), true},
+		{"Priority", stringsOf(Priorities), true},
+		{"ErrorCode", codes, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.schema, func(t *testing.T) {
+			s, ok := doc.Components.Schemas[tt.schema]
+			if !ok {
+				t.Fatalf("openapi.yaml has no schema %s", tt.schema)
+			}
+			got, want := s.Enum, tt.want
+			if !tt.ordered {
+				got, want = sorted(got), sorted(want)
+			}
+			if !slices.Equal(got, want) {
+				t.Errorf("schema %s enum = %v, want %v", tt.schema, got, want)
+			}
+		})
+	}
+}
+
+// TestOpenAPIRoutes lists the routes that services/submitter and
+// services/internal/ops mount. contracts cannot import them, so the list is
+// kept by hand; the document must describe exactly these operations.
+func TestOpenAPIRoutes(t *testing.T) {
+	doc := loadOpenAPI(t)
+	want := []string{
+		"POST /v1/tasks",
+		"GET /v1/tasks/{id}",
+		"GET /v1/tasks/{id}/history",
+		"POST /v1/tasks/{id}/cancel",
+		"GET /v1/types/{name}",
+		"GET /livez",
+		"GET /readyz",
+		"GET /metrics",
+	}
+	methods := []string{"get", "put", "post", "delete", "options", "head", "patch", "trace"}
+	var got []string
+	for path, item := range doc.Paths {
+		for key := range item {
+			if slices.Contains(methods, key) {
+				got = append(got, strings.ToUpper(key)+" "+path)
+			}
+		}
+	}
+	slices.Sort(got)
+	want = sorted(want)
+	for _, route := range want {
+		if !slices.Contains(got, route) {
+			t.Errorf("openapi.yaml does not describe %s", route)
+		}
+	}
+	for _, route := range got {
+		if !slices.Contains(want, route) {
+			t.Errorf("openapi.yaml describes %s, which no handler serves", route)
+		}
+	}
+}
+
+// TestOpenAPIRefsResolve catches a misspelt $ref, which YAML parsing alone
+// accepts.
+func TestOpenAPIRefsResolve(t *testing.T) {
+	var root yaml.Node
+	if err := yaml.Unmarshal(OpenAPI, &root); err != nil {
+		t.Fatalf("parse openapi.yaml: %v", err)
+	}
+	var refs []string
+	var walk func(n *yaml.Node)
+	walk = func(n *yaml.Node) {
+		if n.Kind == yaml.MappingNode {
+			for i := 0; i+1 < len(n.Content); i += 2 {
+				if n.Content[i].Value == "$ref" {
+					refs = append(refs, n.Content[i+1].Value)
+				}
+			}
+		}
+		for _, c := range n.Content {
+			walk(c)
+		}
+	}
+	walk(&root)
+	if len(refs) == 0 {
+		t.Fatal("found no $ref at all; the walk is broken")
+	}
+	for _, ref := range refs {
+		pointer, ok := strings.CutPrefix(ref, "#/")
+		if !ok {
+			t.Errorf("$ref %q is not local to the document", ref)
+			continue
+		}
+		if lookup(root.Content[0], strings.Split(pointer, "/")) == nil {
+			t.Errorf("$ref %q points at nothing", ref)
+		}
+	}
+}
+
+func lookup(n *yaml.Node, path []string) *yaml.Node {
+	for _, key := range path {
+		if n.Kind != yaml.MappingNode {
+			return nil
+		}
+		var next *yaml.Node
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			if n.Content[i].Value == key {
+				next = n.Content[i+1]
+				break
+			}
+		}
+		if next == nil {
+			return nil
+		}
+		n = next
+	}
+	return n
+}
