@@ -36,6 +36,8 @@ test-short: servers
 	$(GO) test -short -count=1 $(PKGS)
 
 vet:
+	@unformatted="$$(gofmt -l contracts events infra services)"; \
+	if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
 	$(GO) vet $(PKGS)
 
 ## bench: Go micro-benchmarks of the hot paths, with allocations.

@@ -106,6 +106,11 @@ func TestOpenAPISchemasMatchGoTypes(t *testing.T) {
 		{"HistoryEntry", reflect.TypeFor[HistoryEntry]()},
 		{"History", reflect.TypeFor[History]()},
 		{"TaskType", reflect.TypeFor[TaskType]()},
+		{"TaskTypeList", reflect.TypeFor[TaskTypeList]()},
+		{"TaskTypeUpdate", reflect.TypeFor[TaskTypeUpdate]()},
+		{"BatchRequest", reflect.TypeFor[BatchRequest]()},
+		{"BatchItemResult", reflect.TypeFor[BatchItemResult]()},
+		{"BatchResponse", reflect.TypeFor[BatchResponse]()},
 		{"Problem", reflect.TypeFor[Problem]()},
 	}
 	for _, tt := range tests {
@@ -175,10 +180,13 @@ func TestOpenAPIRoutes(t *testing.T) {
 	doc := loadOpenAPI(t)
 	want := []string{
 		"POST /v1/tasks",
+		"POST /v1/tasks:batch",
 		"GET /v1/tasks/{id}",
 		"GET /v1/tasks/{id}/history",
 		"POST /v1/tasks/{id}/cancel",
+		"GET /v1/types",
 		"GET /v1/types/{name}",
+		"PUT /v1/types/{name}",
 		"GET /livez",
 		"GET /readyz",
 		"GET /metrics",

@@ -132,11 +132,3 @@ type History struct {
 	TaskID  string         `json:"task_id"`
 	History []HistoryEntry `json:"history"`
 }
-
-// TaskType is a registered kind of task and its defaults.
-type TaskType struct {
-	Name       string   `json:"name"`
-	Timeout    string   `json:"timeout"`
-	MaxRetries int      `json:"max_retries"`
-	Priority   Priority `json:"priority"`
-}

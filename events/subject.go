@@ -45,14 +45,24 @@ func TaskEventSubject(to contracts.Status) string {
 	return taskEventPrefix + strings.ToLower(string(to))
 }
 
-// ExecSubject is the subject an executor serving taskType consumes.
-func ExecSubject(taskType string) string {
-	return execPrefix + taskType
+// ExecSubject is the subject of one priority lane of a task type; the
+// executors of the type drain the lanes high first.
+func ExecSubject(taskType string, lane contracts.Priority) string {
+	return execPrefix + string(lane) + "." + taskType
 }
 
-// ExecConsumer is the durable consumer shared by every executor serving
-// taskType. Type names contain no '_' (contracts.ValidateTypeName), so the
-// mapping is one to one.
-func ExecConsumer(taskType string) string {
-	return "exec_" + strings.ReplaceAll(taskType, ".", "_")
+// ExecDoorbell matches every lane of a task type; executors listen on it
+// (core NATS, no JetStream) to learn that work arrived while they were idle.
+func ExecDoorbell(taskType string) string {
+	return execPrefix + "*." + taskType
 }
+
+// ExecConsumer is the durable consumer of one lane of taskType, shared by
+// every executor serving the type. Type names contain no '_'
+// (contracts.ValidateTypeName), so the mapping is one to one.
+func ExecConsumer(taskType string, lane contracts.Priority) string {
+	return "exec_" + strings.ReplaceAll(taskType, ".", "_") + "_" + string(lane)
+}
+
+// ConsumerTimerTypes follows task type changes for the timer.
+const ConsumerTimerTypes = "timer_types"

@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/ThreeDotsLabs/watermill/message"
@@ -45,6 +46,7 @@ type Config struct {
 
 // Dispatcher is the dispatcher service.
 type Dispatcher struct {
+	types  typeCache
 	cfg    Config
 	store  *store.Store
 	conn   *bus.Conn
@@ -83,12 +85,13 @@ func (d *Dispatcher) handleDue(msg *message.Message) error {
 		metrics.DispatchSkipped.WithLabelValues("undecodable").Inc()
 		return nil
 	}
-	return d.Dispatch(msg.Context(), due.TaskID)
+	return d.Dispatch(msg.Context(), due.TaskID, due.Priority)
 }
 
-// Dispatch re-checks one task and, if it is READY and due, hands it to the
-// executors of its type.
-func (d *Dispatcher) Dispatch(ctx context.Context, taskID int64) error {
+// Dispatch re-checks one task and, if it is READY, due and its type is not
+// paused, hands it to the executors of its type on the given lane (the lane
+// it was popped from; empty means the task's own).
+func (d *Dispatcher) Dispatch(ctx context.Context, taskID int64, lane contracts.Priority) error {
 	task, err := d.store.GetTask(ctx, taskID)
 	if errors.Is(err, store.ErrNotFound) {
 		metrics.DispatchSkipped.WithLabelValues("not_found").Inc()
@@ -116,6 +119,14 @@ func (d *Dispatcher) Dispatch(ctx context.Context, taskID int64) error {
 		case <-time.After(early):
 		}
 	}
+	if d.paused(ctx, task.Type) {
+		// It stays READY and undispatched; resuming the type re-indexes it.
+		metrics.DispatchSkipped.WithLabelValues("paused").Inc()
+		return nil
+	}
+	if lane.Rank() < 0 {
+		lane = task.Priority
+	}
 	data, err := json.Marshal(events.TaskDispatched{
 		TaskID: task.ID, Type: task.Type, Attempt: task.Attempt, Payload: task.Payload,
 		TimeoutMs: task.TimeoutMs, NextRunTimeMs: task.NextRunTimeMs,
@@ -124,7 +135,7 @@ func (d *Dispatcher) Dispatch(ctx context.Context, taskID int64) error {
 		return fmt.Errorf("encode dispatch of task %d: %w", taskID, err)
 	}
 	err = bus.PublishBatch(ctx, d.conn.JS, []bus.Msg{{
-		Subject: events.ExecSubject(task.Type), EventType: events.TypeTaskDispatched,
+		Subject: events.ExecSubject(task.Type, lane), EventType: events.TypeTaskDispatched,
 		CorrelationID: strconv.FormatInt(task.ID, 10), Data: data,
 	}})
 	if err != nil {
@@ -132,4 +143,38 @@ func (d *Dispatcher) Dispatch(ctx context.Context, taskID int64) error {
 	}
 	metrics.Dispatched.WithLabelValues(task.Type).Inc()
 	return d.store.MarkDispatched(ctx, task.ID, task.Attempt)
+}
+
+// typeCacheTTL bounds how long a pause or resume takes to reach dispatch.
+const typeCacheTTL = time.Second
+
+type typeCache struct {
+	mu     sync.Mutex
+	paused map[string]cachedFlag
+}
+
+type cachedFlag struct {
+	v  bool
+	at time.Time
+}
+
+// paused reports whether a type is paused, from a cache refreshed every
+// second; when the type cannot be read it is treated as not paused (the
+// executor claim still re-checks the task).
+func (d *Dispatcher) paused(ctx context.Context, taskType string) bool {
+	d.types.mu.Lock()
+	defer d.types.mu.Unlock()
+	if c, ok := d.types.paused[taskType]; ok && time.Since(c.at) < typeCacheTTL {
+		return c.v
+	}
+	t, err := d.store.GetType(ctx, taskType)
+	if err != nil {
+		d.logger.Warn("cannot read task type; dispatching", "type", taskType, "err", err)
+		return false
+	}
+	if d.types.paused == nil {
+		d.types.paused = map[string]cachedFlag{}
+	}
+	d.types.paused[taskType] = cachedFlag{v: t.Paused, at: time.Now()}
+	return t.Paused
 }

@@ -1,14 +1,28 @@
 // Package executor runs tasks.
 //
-// It consumes the executor subject of every task type it serves. For each
-// dispatched task it takes a slot of the type's bounded pool, claims the task
-// (Redis SET lock NX PX, then the MySQL transfer READY->RUNNING fenced by the
-// dispatched attempt, which increments attempt), acknowledges the message and
-// runs the handler under the type's deadline. A watchdog renews every held
-// lock while it still holds this attempt's value and refreshes the tasks'
-// heartbeats in one statement; a lock found lost cancels its handler. The
-// outcome is recorded with a transfer fenced by the attempt, so an executor
-// whose lease was taken over cannot overwrite the newer attempt.
+// Intake: every task type has three lanes (high, normal, low), each a
+// durable JetStream pull consumer shared by all executors of the type. A
+// fetcher takes a slot of the type's bounded pool, then looks at the head of
+// each lane and takes the highest lane's task; a task that has waited past
+// its due time by more than AgingAfter counts one lane higher per AgingAfter
+// elapsed, so a flood of high-priority work delays low work but never starves
+// it. When every lane is empty the fetcher sleeps on a core-NATS doorbell
+// subscription to the type's subjects, so new work is seen at once without
+// polling.
+//
+// Claim: a task type with a cluster-wide concurrency limit first takes a
+// member of the type's running set in Redis (a Lua script that also evicts
+// expired members); then the lease (SET lock NX PX); then the MySQL transfer
+// READY->RUNNING fenced by the dispatched attempt, which increments attempt.
+// Losing any step means another claimant won; the message is acknowledged and
+// dropped.
+//
+// Run: the handler runs under the task's deadline. A watchdog renews every
+// held lease (and running-set member) while it still holds this attempt's
+// value, refreshes the tasks' heartbeats in one statement, and cancels a
+// handler whose lease was lost or whose task was cancelled. The outcome is
+// recorded with a transfer fenced by the attempt, so an executor whose lease
+// was taken over cannot overwrite the newer attempt.
 //
 // Shutdown: intake stops first, running handlers get ShutdownTimeout to
 // finish, then they are cancelled and their tasks returned to READY.
@@ -19,20 +33,16 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"runtime/debug"
-	"strconv"
 	"sync"
-	"sync/atomic"
 	"time"
 
-	"github.com/ThreeDotsLabs/watermill/message"
 	"github.com/redis/go-redis/v9"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/axsched/ax/contracts"
-	"github.com/axsched/ax/events"
 	"github.com/axsched/ax/services/internal/bus"
+	"github.com/axsched/ax/services/internal/clock"
 	"github.com/axsched/ax/services/internal/keys"
-	"github.com/axsched/ax/services/internal/metrics"
 	"github.com/axsched/ax/services/internal/store"
 )
 
@@ -45,15 +55,19 @@ const (
 	ConcurrencyDefault     = 32
 	TimeoutDefault         = 5 * time.Minute
 	MaxRetriesDefault      = 3
+	AgingAfterDefault      = 30 * time.Second
 	// AbandonGrace is how long a handler that ignores its context is waited
 	// for after its deadline before its slot is reclaimed.
 	AbandonGrace = time.Second
+	// typeCacheTTL bounds how stale a type's settings (limit, pause) may be.
+	typeCacheTTL = 2 * time.Second
 )
 
 var (
 	errShutdown  = errors.New("executor shutting down")
 	errLeaseLost = errors.New("lease lost")
 	errTimeout   = errors.New("task deadline exceeded")
+	errCancelled = errors.New("task cancelled")
 )
 
 // Config tunes an executor.
@@ -66,8 +80,13 @@ type Config struct {
 	RenewInterval time.Duration
 	// ShutdownTimeout bounds how long running handlers may finish on stop.
 	ShutdownTimeout time.Duration
-	// Fetchers is how many dispatched messages per type are claimed at once.
+	// Fetchers is how many tasks per type are claimed at once. With one
+	// fetcher tasks start in strict lane order; with N, at most N-1 tasks
+	// of a lower lane can start before the last of a higher lane.
 	Fetchers int
+	// AgingAfter is how long past its due time a task waits before it
+	// counts one lane higher.
+	AgingAfter time.Duration
 }
 
 func (c *Config) defaults() {
@@ -83,6 +102,9 @@ func (c *Config) defaults() {
 	if c.Fetchers <= 0 {
 		c.Fetchers = FetchersDefault
 	}
+	if c.AgingAfter <= 0 {
+		c.AgingAfter = AgingAfterDefault
+	}
 }
 
 // Executor is the executor service.
@@ -92,6 +114,7 @@ type Executor struct {
 	rdb    redis.UniversalClient
 	keys   keys.Keys
 	conn   *bus.Conn
+	clock  clock.Clock
 	logger *slog.Logger
 	types  map[string]*pool
 	// runBase parents every handler context; it outlives the intake so
@@ -106,24 +129,22 @@ type Executor struct {
 type pool struct {
 	spec  TypeSpec
 	slots chan struct{}
-}
 
-type run struct {
-	task     Task
-	lockKey  string
-	lockVal  string
-	deadline time.Duration
-	cancel   context.CancelCauseFunc
-	leaseOut atomic.Bool
+	mu       sync.Mutex
+	settings *store.TaskType
+	loadedAt time.Time
 }
 
 // New builds an executor serving types.
-func New(cfg Config, st *store.Store, rdb redis.UniversalClient, k keys.Keys, conn *bus.Conn, logger *slog.Logger, types []TypeSpec) (*Executor, error) {
+func New(cfg Config, st *store.Store, rdb redis.UniversalClient, k keys.Keys, conn *bus.Conn, clk clock.Clock, logger *slog.Logger, types []TypeSpec) (*Executor, error) {
 	cfg.defaults()
 	if cfg.Node == "" {
 		return nil, errors.New("executor: node name is required")
 	}
-	e := &Executor{cfg: cfg, store: st, rdb: rdb, keys: k, conn: conn,
+	if clk == nil {
+		clk = clock.System{}
+	}
+	e := &Executor{cfg: cfg, store: st, rdb: rdb, keys: k, conn: conn, clock: clk,
 		logger: logger.With("service", "executor", "node", cfg.Node),
 		types:  map[string]*pool{}, running: map[int64]*run{}}
 	for _, ts := range types {
@@ -132,6 +153,9 @@ func New(cfg Config, st *store.Store, rdb redis.UniversalClient, k keys.Keys, co
 		}
 		if ts.Handler == nil {
 			return nil, fmt.Errorf("executor: type %s has no handler", ts.Name)
+		}
+		if _, dup := e.types[ts.Name]; dup {
+			return nil, fmt.Errorf("executor: type %s declared twice", ts.Name)
 		}
 		if ts.Timeout <= 0 {
 			ts.Timeout = TimeoutDefault
@@ -164,34 +188,45 @@ func (e *Executor) Register(ctx context.Context) error {
 	return nil
 }
 
-// Run registers the served types, consumes their subjects and runs tasks
-// until ctx ends, then shuts down gracefully.
+// Run registers the served types, consumes their lanes and runs tasks until
+// ctx ends, then shuts down gracefully.
 func (e *Executor) Run(ctx context.Context) error {
 	if err := e.Register(ctx); err != nil {
 		return err
 	}
-	router, err := bus.NewRouter(e.logger)
-	if err != nil {
-		return err
-	}
-	for name, p := range e.types {
-		spec := bus.ConsumerSpec{Name: events.ExecConsumer(name), Stream: events.StreamWork,
-			Subject: events.ExecSubject(name), Parallel: e.cfg.Fetchers}
-		if err := bus.AddConsumer(router, e.conn.URL, spec, e.logger, e.claimer(p)); err != nil {
-			return err
-		}
-	}
 	runBase, cancelRuns := context.WithCancelCause(context.WithoutCancel(ctx))
 	defer cancelRuns(errShutdown)
 	e.runBase = runBase
+
+	unsubscribe, err := e.watchCancellations()
+	if err != nil {
+		return err
+	}
+	defer unsubscribe()
 	hbDone := make(chan struct{})
 	hbCtx, stopHB := context.WithCancel(context.WithoutCancel(ctx))
 	go func() { defer close(hbDone); e.watchdog(hbCtx) }()
 
-	err = router.Run(ctx) // returns once intake has stopped
+	intake, ictx := errgroup.WithContext(ctx)
+	for _, p := range e.types {
+		in, err := e.newIntake(ictx, p)
+		if err != nil {
+			stopHB()
+			<-hbDone
+			return err
+		}
+		for range e.cfg.Fetchers {
+			intake.Go(func() error { return in.fetchLoop(ictx) })
+		}
+		defer in.close()
+	}
+	err = intake.Wait() // returns once intake has stopped
 	e.drain(cancelRuns)
 	stopHB()
 	<-hbDone
+	if errors.Is(err, context.Canceled) && ctx.Err() != nil {
+		err = nil
+	}
 	return err
 }
 
@@ -215,240 +250,22 @@ func (e *Executor) runningCount() int {
 	return len(e.running)
 }
 
-// claimer handles one dispatched message: take a pool slot, claim, start.
-func (e *Executor) claimer(p *pool) message.NoPublishHandlerFunc {
-	return func(msg *message.Message) error {
-		var d events.TaskDispatched
-		if err := events.Decode(msg.Payload, &d); err != nil {
-			e.logger.Error("dropping undecodable dispatch", "err", err)
-			return nil
-		}
-		ctx := msg.Context()
-		select {
-		case p.slots <- struct{}{}:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-		started := false
-		defer func() {
-			if !started {
-				<-p.slots
-			}
-		}()
-		r, err := e.claim(ctx, p, &d)
-		if err != nil || r == nil {
-			return err
-		}
-		started = true
-		e.wg.Add(1)
-		go e.execute(p, r)
-		return nil
+// settings returns the type's stored settings, refreshed every few seconds
+// so limits and pauses set through the API take effect without a restart.
+func (e *Executor) settings(ctx context.Context, p *pool) *store.TaskType {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.settings != nil && time.Since(p.loadedAt) < typeCacheTTL {
+		return p.settings
 	}
-}
-
-// claim takes the lease and the RUNNING transfer; nil run means another
-// claimant won and the message is done.
-func (e *Executor) claim(ctx context.Context, p *pool, d *events.TaskDispatched) (*run, error) {
-	next := d.Attempt + 1
-	r := &run{
-		task:    Task{ID: d.TaskID, Type: d.Type, Attempt: next, Payload: d.Payload},
-		lockKey: e.keys.Lock(d.TaskID),
-		lockVal: e.cfg.Node + ":" + strconv.Itoa(next),
-	}
-	ok, err := e.rdb.SetNX(ctx, r.lockKey, r.lockVal, e.cfg.LockTTL).Result()
+	t, err := e.store.GetType(ctx, p.spec.Name)
 	if err != nil {
-		return nil, fmt.Errorf("lock task %d: %w", d.TaskID, err)
-	}
-	if !ok {
-		metrics.ExecutorClaimsLost.WithLabelValues(d.Type).Inc()
-		return nil, nil
-	}
-	attempt := d.Attempt
-	_, err = e.store.Transfer(ctx, store.TransferParams{
-		TaskID: d.TaskID, From: contracts.StatusReady, To: contracts.StatusRunning,
-		Reason: "claimed by " + e.cfg.Node, Attempt: &attempt, Claim: true, Executor: e.cfg.Node,
-	})
-	if err != nil {
-		e.releaseLock(r)
-		if errors.Is(err, store.ErrConflict) || errors.Is(err, store.ErrNotFound) {
-			metrics.ExecutorClaimsLost.WithLabelValues(d.Type).Inc()
-			return nil, nil
+		if p.settings == nil {
+			// Fall back to the declared defaults; retry on the next call.
+			return &store.TaskType{Name: p.spec.Name, TimeoutMs: p.spec.Timeout.Milliseconds(), MaxRetries: p.spec.MaxRetries}
 		}
-		return nil, err
+		return p.settings
 	}
-	timeout := time.Duration(d.TimeoutMs) * time.Millisecond
-	if timeout <= 0 {
-		timeout = p.spec.Timeout
-	}
-	r.task.Payload = d.Payload
-	r.deadline = timeout
-	return r, nil
-}
-
-// execute runs the handler and records its outcome.
-func (e *Executor) execute(p *pool, r *run) {
-	defer e.wg.Done()
-	defer func() { <-p.slots }()
-	ctx, cancel := context.WithCancelCause(e.runBase)
-	defer cancel(nil)
-	r.cancel = cancel
-	e.track(r, true)
-	metrics.ExecutorActive.WithLabelValues(r.task.Type).Inc()
-	defer metrics.ExecutorActive.WithLabelValues(r.task.Type).Dec()
-
-	tctx, tcancel := context.WithTimeoutCause(ctx, r.deadline, errTimeout)
-	defer tcancel()
-	start := time.Now()
-	err := e.callHandler(tctx, p.spec.Handler, r)
-	metrics.ExecutorRunSeconds.WithLabelValues(r.task.Type).Observe(time.Since(start).Seconds())
-	// Stop renewing before finish releases the lock, or the watchdog would
-	// take the release for a lost lease.
-	e.track(r, false)
-	e.finish(r, err, context.Cause(tctx))
-}
-
-// callHandler runs the handler in its own goroutine so a handler that
-// ignores its context can be abandoned at the deadline: the slot is
-// reclaimed, though the goroutine itself runs on until it returns (Go cannot
-// kill a goroutine).
-func (e *Executor) callHandler(ctx context.Context, h Handler, r *run) error {
-	done := make(chan error, 1)
-	go func() {
-		defer func() {
-			if v := recover(); v != nil {
-				done <- fmt.Errorf("handler panic: %v\n%s", v, truncate(string(debug.Stack()), 1500))
-			}
-		}()
-		t := r.task
-		done <- h.Handle(ctx, &t)
-	}()
-	select {
-	case err := <-done:
-		return err
-	case <-ctx.Done():
-	}
-	select {
-	case err := <-done:
-		return err
-	case <-time.After(AbandonGrace):
-		e.logger.Warn("handler ignored its context; abandoned", "task_id", r.task.ID, "type", r.task.Type)
-		return fmt.Errorf("handler abandoned after ignoring its context: %w", context.Cause(ctx))
-	}
-}
-
-func (e *Executor) finish(r *run, herr, cause error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	defer e.releaseLock(r)
-	log := e.logger.With("task_id", r.task.ID, "type", r.task.Type, "attempt", r.task.Attempt)
-	if r.leaseOut.Load() {
-		metrics.ExecutorRuns.WithLabelValues(r.task.Type, "lease_lost").Inc()
-		log.Warn("lease lost while running; outcome not recorded", "err", herr)
-		return
-	}
-	attempt := r.task.Attempt
-	p := store.TransferParams{TaskID: r.task.ID, From: contracts.StatusRunning, Attempt: &attempt}
-	outcome := ""
-	switch {
-	case errors.Is(cause, errShutdown):
-		p.To, p.Reason, p.ClearExecutor = contracts.StatusReady, e.cfg.Node+" shut down before the task finished", true
-		outcome = "returned"
-	case herr == nil:
-		p.To, p.Reason = contracts.StatusSuccess, "handler succeeded on "+e.cfg.Node
-		outcome = "success"
-	case errors.Is(cause, errTimeout):
-		msg := herr.Error()
-		p.To, p.Reason, p.LastError = contracts.StatusTimeout, "deadline exceeded on "+e.cfg.Node, &msg
-		outcome = "timeout"
-	default:
-		msg := herr.Error()
-		p.To, p.Reason, p.LastError = contracts.StatusFailed, "handler failed on "+e.cfg.Node+": "+msg, &msg
-		outcome = "failed"
-	}
-	metrics.ExecutorRuns.WithLabelValues(r.task.Type, outcome).Inc()
-	if _, err := e.store.Transfer(ctx, p); err != nil {
-		if errors.Is(err, store.ErrConflict) {
-			log.Warn("outcome rejected: attempt is no longer current", "to", p.To, "err", err)
-			return
-		}
-		log.Error("record outcome failed; the reaper will recover the task", "to", p.To, "err", err)
-	}
-}
-
-func (e *Executor) track(r *run, add bool) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if add {
-		e.running[r.task.ID] = r
-	} else if e.running[r.task.ID] == r {
-		delete(e.running, r.task.ID)
-	}
-}
-
-func (e *Executor) releaseLock(r *run) {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := releaseScript.Run(ctx, e.rdb, []string{r.lockKey}, r.lockVal).Err(); err != nil {
-		e.logger.Warn("release lock failed; it expires by itself", "task_id", r.task.ID, "err", err)
-	}
-}
-
-// watchdog renews the leases of running tasks and refreshes their heartbeat.
-func (e *Executor) watchdog(ctx context.Context) {
-	t := time.NewTicker(e.cfg.RenewInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		e.renew(ctx)
-	}
-}
-
-func (e *Executor) renew(ctx context.Context) {
-	e.mu.Lock()
-	runs := make([]*run, 0, len(e.running))
-	for _, r := range e.running {
-		runs = append(runs, r)
-	}
-	e.mu.Unlock()
-	if len(runs) == 0 {
-		return
-	}
-	pipe := e.rdb.Pipeline()
-	cmds := make([]*redis.Cmd, len(runs))
-	for i, r := range runs {
-		cmds[i] = renewScript.Eval(ctx, pipe, []string{r.lockKey}, r.lockVal, e.cfg.LockTTL.Milliseconds())
-	}
-	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
-		// Redis unreachable: keep running; if the lease really lapses the
-		// fenced outcome write is rejected.
-		e.logger.Warn("lease renewal failed", "err", err)
-		return
-	}
-	refs := make([]store.AttemptRef, 0, len(runs))
-	for i, r := range runs {
-		if n, _ := cmds[i].Int(); n == 0 {
-			r.leaseOut.Store(true)
-			metrics.LeasesLost.Inc()
-			e.logger.Warn("lease lost; cancelling handler", "task_id", r.task.ID, "attempt", r.task.Attempt)
-			if r.cancel != nil {
-				r.cancel(errLeaseLost)
-			}
-			continue
-		}
-		refs = append(refs, store.AttemptRef{ID: r.task.ID, Attempt: r.task.Attempt})
-	}
-	if err := e.store.Heartbeat(ctx, refs); err != nil {
-		e.logger.Warn("heartbeat failed", "err", err)
-	}
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "..."
+	p.settings, p.loadedAt = t, time.Now()
+	return t
 }

@@ -46,6 +46,7 @@ type Config struct {
 
 // Submitter serves the task API.
 type Submitter struct {
+	types  typeCache
 	cfg    Config
 	store  *store.Store
 	ids    *idgen.Generator
@@ -70,7 +71,8 @@ func (s *Submitter) Routes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /v1/tasks/{id}", s.handleGet)
 	mux.HandleFunc("GET /v1/tasks/{id}/history", s.handleHistory)
 	mux.HandleFunc("POST /v1/tasks/{id}/cancel", s.handleCancel)
-	mux.HandleFunc("GET /v1/types/{name}", s.handleGetType)
+	s.typeRoutes(mux)
+	s.batchRoutes(mux)
 }
 
 // Run holds the submitter's place in the process lifecycle: its work happens
@@ -185,7 +187,7 @@ func (s *Submitter) validate(ctx context.Context, req *contracts.SubmitRequest) 
 			return bad(contracts.CodeInvalidArgument, "timeout %q must be a positive duration up to %s", req.Timeout, MaxTimeoutDefault)
 		}
 	}
-	tt, err := s.store.GetType(ctx, req.Type)
+	tt, err := s.taskType(ctx, req.Type)
 	if errors.Is(err, store.ErrNotFound) {
 		return bad(contracts.CodeUnknownType, "task type %q is not registered: start an executor that serves it", req.Type)
 	}
@@ -305,20 +307,6 @@ func (s *Submitter) handleCancel(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeProblem(w, http.StatusConflict, contracts.CodeIllegalTransition, fmt.Sprintf("task %d kept changing state; try again", id))
-}
-
-func (s *Submitter) handleGetType(w http.ResponseWriter, r *http.Request) {
-	name := r.PathValue("name")
-	tt, err := s.store.GetType(r.Context(), name)
-	if errors.Is(err, store.ErrNotFound) {
-		writeProblem(w, http.StatusNotFound, contracts.CodeNotFound, fmt.Sprintf("no task type %q", name))
-		return
-	}
-	if err != nil {
-		s.internal(w, "get type", err)
-		return
-	}
-	writeJSON(w, http.StatusOK, tt.API())
 }
 
 func (s *Submitter) internal(w http.ResponseWriter, what string, err error) {

@@ -107,6 +107,13 @@ func (t *Timer) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	err = bus.AddConsumer(router, t.conn.URL, bus.ConsumerSpec{
+		Name: events.ConsumerTimerTypes, Stream: events.StreamEvents,
+		Subject: events.SubjectTypeChanged, Parallel: 1,
+	}, t.logger, t.handleTypeChanged)
+	if err != nil {
+		return err
+	}
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return router.Run(gctx) })
 	g.Go(func() error { return t.loop(gctx) })
@@ -127,6 +134,48 @@ func (t *Timer) handleReady(msg *message.Message) error {
 		return err
 	}
 	return nil
+}
+
+// handleTypeChanged re-indexes the waiting tasks of a type that is not
+// paused (any more): while paused the dispatcher dropped its due commands.
+func (t *Timer) handleTypeChanged(msg *message.Message) error {
+	var ev events.TaskTypeChanged
+	if err := events.Decode(msg.Payload, &ev); err != nil {
+		t.logger.Error("dropping undecodable type event", "event_id", msg.UUID, "err", err)
+		return nil
+	}
+	if ev.Paused {
+		return nil
+	}
+	n, err := t.ReindexType(msg.Context(), ev.Name)
+	if err != nil {
+		return err
+	}
+	if n > 0 {
+		t.logger.Info("re-indexed tasks of resumed type", "type", ev.Name, "count", n)
+	}
+	return nil
+}
+
+// ReindexType adds every READY task of a type to the lanes; ZADD keeps it
+// idempotent for tasks already there.
+func (t *Timer) ReindexType(ctx context.Context, taskType string) (int, error) {
+	var after int64
+	total := 0
+	for {
+		page, err := t.store.ReadyOfType(ctx, taskType, after, rebuildPage)
+		if err != nil {
+			return total, err
+		}
+		if err := t.Index(ctx, page); err != nil {
+			return total, err
+		}
+		total += len(page)
+		if len(page) < rebuildPage {
+			return total, nil
+		}
+		after = page[len(page)-1].ID
+	}
 }
 
 // Index adds READY tasks to their lanes and wakes the loop when one is due

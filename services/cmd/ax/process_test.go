@@ -260,4 +260,3 @@ func TestKilledExecutorsTasksRunElsewhere(t *testing.T) {
 		require.Equal(t, "executor@exec-b", h.History[3].Actor)
 	}
 }
-

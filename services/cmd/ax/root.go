@@ -18,7 +18,7 @@ func newRootCmd() *cobra.Command {
 	for _, s := range app.AllServices {
 		root.AddCommand(newServerCmd(string(s), "Run the "+string(s)+" service against an external NATS server", []app.Service{s}, false))
 	}
-	root.AddCommand(newMigrateCmd(), newTaskCmd())
+	root.AddCommand(newMigrateCmd(), newTaskCmd(), newTypeCmd())
 	return root
 }
 

@@ -11,27 +11,13 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/axsched/ax/contracts"
-	"github.com/axsched/ax/contracts/client"
 )
 
 func newTaskCmd() *cobra.Command {
-	var api, output string
+	var f apiFlags
 	cmd := &cobra.Command{Use: "task", Short: "Submit, inspect and cancel tasks through the API"}
-	cmd.PersistentFlags().StringVar(&api, "api", envStr("AX_API", defaultAPI), "submitter base URL [AX_API]")
-	cmd.PersistentFlags().StringVarP(&output, "output", "o", "text", "text or json")
-	print := func(w io.Writer, v any, text func()) error {
-		switch output {
-		case "json":
-			enc := json.NewEncoder(w)
-			enc.SetIndent("", "  ")
-			return enc.Encode(v)
-		case "text":
-			text()
-			return nil
-		default:
-			return fmt.Errorf("--output %q: want text or json", output)
-		}
-	}
+	f.register(cmd)
+	print := f.print
 
 	var req contracts.SubmitRequest
 	var payload string
@@ -49,7 +35,7 @@ func newTaskCmd() *cobra.Command {
 			if cmd.Flags().Changed("max-retries") {
 				req.MaxRetries = &maxRetries
 			}
-			t, err := client.New(api).Submit(cmd.Context(), req)
+			t, err := f.client().Submit(cmd.Context(), req)
 			if err != nil {
 				return err
 			}
@@ -70,7 +56,7 @@ func newTaskCmd() *cobra.Command {
 	get := &cobra.Command{
 		Use: "get ID", Short: "Show a task", Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			t, err := client.New(api).Get(cmd.Context(), args[0])
+			t, err := f.client().Get(cmd.Context(), args[0])
 			if err != nil {
 				return err
 			}
@@ -80,7 +66,7 @@ func newTaskCmd() *cobra.Command {
 	history := &cobra.Command{
 		Use: "history ID", Short: "Show every state transfer of a task", Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			h, err := client.New(api).History(cmd.Context(), args[0])
+			h, err := f.client().History(cmd.Context(), args[0])
 			if err != nil {
 				return err
 			}
@@ -101,7 +87,7 @@ func newTaskCmd() *cobra.Command {
 	cancel := &cobra.Command{
 		Use: "cancel ID", Short: "Cancel a task that has not finished", Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			t, err := client.New(api).Cancel(cmd.Context(), args[0])
+			t, err := f.client().Cancel(cmd.Context(), args[0])
 			if err != nil {
 				return err
 			}
@@ -133,4 +119,3 @@ func printTask(w io.Writer, t *contracts.Task) {
 	}
 	tw.Flush()
 }
-

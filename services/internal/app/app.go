@@ -77,6 +77,10 @@ type Config struct {
 	// Types are the task types the executor serves.
 	Types []executor.TypeSpec
 
+	// LocalClock is this process's clock before correction to Redis TIME;
+	// nil means time.Now. Tests skew it.
+	LocalClock func() time.Time
+
 	// OnReady, when set, is called with the bound HTTP address once every
 	// service is running (tests use it with HTTPAddr "127.0.0.1:0").
 	OnReady func(httpAddr string)
@@ -156,7 +160,7 @@ func Run(ctx context.Context, cfg Config, services []Service, logger *slog.Logge
 	if err := bus.EnsureStreams(ctx, conn.JS, bus.StreamOptions{Replicas: cfg.StreamReplicas}); err != nil {
 		return err
 	}
-	clk := clock.NewRedis(rdb, nil, logger)
+	clk := clock.NewRedis(rdb, cfg.LocalClock, logger)
 	if err := clk.Sync(ctx); err != nil {
 		return err
 	}
@@ -198,7 +202,7 @@ func Run(ctx context.Context, cfg Config, services []Service, logger *slog.Logge
 			if types == nil {
 				types = executor.Builtins()
 			}
-			ex, err := executor.New(ecfg, st.WithActor("executor@"+cfg.Node), rdb, k, conn, logger, types)
+			ex, err := executor.New(ecfg, st.WithActor("executor@"+cfg.Node), rdb, k, conn, clk, logger, types)
 			if err != nil {
 				return err
 			}

@@ -19,6 +19,7 @@ import (
 	"github.com/axsched/ax/services/internal/app"
 	"github.com/axsched/ax/services/internal/bus"
 	"github.com/axsched/ax/services/internal/natsembed"
+	"github.com/axsched/ax/services/internal/store"
 	"github.com/axsched/ax/services/internal/testenv"
 )
 
@@ -26,34 +27,68 @@ import (
 type system struct {
 	api     *client.Client
 	db      *sql.DB
+	dsn     string
 	natsURL string
+	redis   string
+	prefix  string
 	stop    func()
 }
 
 func startSystem(t *testing.T, redisAddr, prefix string, mutate func(*app.Config)) *system {
 	t.Helper()
+	return startSystemWith(t, app.AllServices, redisAddr, prefix, mutate)
+}
+
+// startSystemWith starts the first instance of a system: it owns the
+// embedded NATS server and runs services; join adds more instances.
+func startSystemWith(t *testing.T, services []app.Service, redisAddr, prefix string, mutate func(*app.Config)) *system {
+	t.Helper()
 	dsn := testenv.MySQLDSN(t)
-	db, err := sql.Open("mysql", dsn)
+	cfg, err := store.ParseDSN(dsn) // parsed times, UTC, like ax itself
+	require.NoError(t, err)
+	db, err := sql.Open("mysql", cfg.FormatDSN())
 	require.NoError(t, err)
 	t.Cleanup(func() { db.Close() })
+	listen := "127.0.0.1:" + strconv.Itoa(testenv.FreePort(t))
+	s := runApp(t, services, func(c *app.Config) {
+		c.MySQLDSN, c.RedisAddr, c.RedisPrefix = dsn, redisAddr, prefix
+		c.EmbeddedNATS = true
+		c.Embedded = natsembed.Config{Listen: listen, StoreDir: filepath.Join(t.TempDir(), "nats")}
+		if mutate != nil {
+			mutate(c)
+		}
+	})
+	s.db, s.dsn, s.natsURL, s.redis, s.prefix = db, dsn, "nats://"+listen, redisAddr, prefix
+	return s
+}
 
-	storeDir := filepath.Join(t.TempDir(), "nats")
+// join runs more services of the same system in another app instance (a
+// second process, as far as the services can tell).
+func (s *system) join(t *testing.T, services []app.Service, mutate func(*app.Config)) *system {
+	t.Helper()
+	return runApp(t, services, func(c *app.Config) {
+		c.MySQLDSN, c.RedisAddr, c.RedisPrefix, c.NATSURL = s.dsn, s.redis, s.prefix, s.natsURL
+		c.Node = "e2e-joined"
+		if mutate != nil {
+			mutate(c)
+		}
+	})
+}
+
+func runApp(t *testing.T, services []app.Service, mutate func(*app.Config)) *system {
+	t.Helper()
 	ready := make(chan string, 1)
 	cfg := app.Config{
-		MySQLDSN: dsn, RedisAddr: redisAddr, RedisPrefix: prefix,
-		EmbeddedNATS: true, Embedded: natsembed.Config{Listen: "127.0.0.1:0", StoreDir: storeDir},
 		HTTPAddr: "127.0.0.1:0", Node: "e2e", NodeID: 7,
 		Types:   executor.Builtins(),
 		OnReady: func(addr string) { ready <- addr },
 	}
 	cfg.Timer.ReconcileInterval = time.Second
 	cfg.Timer.ReconcileGrace = 2 * time.Second
-	if mutate != nil {
-		mutate(&cfg)
-	}
+	mutate(&cfg)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- app.Run(ctx, cfg, app.AllServices, testenv.Logger(t)) }()
+	go func() { done <- app.Run(ctx, cfg, services, testenv.Logger(t)) }()
 	var addr string
 	select {
 	case addr = <-ready:
@@ -64,7 +99,7 @@ func startSystem(t *testing.T, redisAddr, prefix string, mutate func(*app.Config
 		cancel()
 		t.Fatal("ax did not start within 30s")
 	}
-	s := &system{api: client.New(addr), db: db}
+	s := &system{api: client.New(addr)}
 	var once sync.Once
 	s.stop = func() {
 		once.Do(func() {
@@ -150,11 +185,7 @@ func submitMany(t *testing.T, api *client.Client, n, workers int, req contracts.
 
 func TestEndToEndThousandNoopTasks(t *testing.T) {
 	_, k := testenv.Redis(t)
-	var natsURL string
-	sys := startSystem(t, "127.0.0.1:6379", k.Prefix, func(c *app.Config) {
-		c.Embedded.Listen = "127.0.0.1:" + strconv.Itoa(testenv.FreePort(t))
-		natsURL = "nats://" + c.Embedded.Listen
-	})
+	sys := startSystem(t, "127.0.0.1:6379", k.Prefix, nil)
 
 	const n = 1000
 	start := time.Now()
@@ -178,7 +209,7 @@ func TestEndToEndThousandNoopTasks(t *testing.T) {
 	want := sys.historyRows(t)
 	require.Equal(t, 3*n, want)
 	testenv.Eventually(t, 30*time.Second, "one event per history row", func() bool {
-		return streamMsgs(t, natsURL) == uint64(want)
+		return streamMsgs(t, sys.natsURL) == uint64(want)
 	})
 
 	// The API agrees with the database.
@@ -193,18 +224,19 @@ func TestEndToEndThousandNoopTasks(t *testing.T) {
 	require.Equal(t, 1, h.History[2].Attempt)
 }
 
-// TestRedisLossLosesNoTask wipes and restarts Redis while 200 delayed tasks
-// wait in it: the timer notices the lost index and rebuilds it from MySQL;
-// every task runs once and none early.
+// TestRedisLossLosesNoTask wipes and restarts Redis while 2,000 delayed
+// tasks wait in it, without restarting any service: the timer notices the
+// lost index and rebuilds it from MySQL; every task runs once and none early.
 func TestRedisLossLosesNoTask(t *testing.T) {
 	redisSrv := testenv.StartRedis(t)
 	sys := startSystem(t, redisSrv.Addr, "ax", nil)
 
-	const n = 200
-	submitMany(t, sys.api, n, 8, contracts.SubmitRequest{Type: "ax.noop", Delay: "3s"})
+	const n = 2000
+	due := time.Now().Add(10 * time.Second).UTC().Format(time.RFC3339Nano)
+	submitMany(t, sys.api, n, 16, contracts.SubmitRequest{Type: "ax.noop", RunAt: due})
 	rdb := redis.NewClient(&redis.Options{Addr: redisSrv.Addr})
 	defer rdb.Close()
-	testenv.Eventually(t, 10*time.Second, "tasks indexed in Redis", func() bool {
+	testenv.Eventually(t, 20*time.Second, "tasks indexed in Redis", func() bool {
 		total := int64(0)
 		for _, p := range contracts.Priorities {
 			total += rdb.ZCard(context.Background(), "ax:{sched}:lane:"+string(p)).Val()
@@ -216,7 +248,9 @@ func TestRedisLossLosesNoTask(t *testing.T) {
 	time.Sleep(300 * time.Millisecond)
 	redisSrv.Start()
 
-	testenv.Eventually(t, 60*time.Second, "all tasks SUCCESS", func() bool {
+	require.Zero(t, sys.countStatus(t, contracts.StatusRunning)+sys.countStatus(t, contracts.StatusSuccess),
+		"the flush happened before the tasks were due")
+	testenv.Eventually(t, 90*time.Second, "all tasks SUCCESS", func() bool {
 		return sys.countStatus(t, contracts.StatusSuccess) == n
 	})
 	for id, seq := range sys.histories(t) {
@@ -228,4 +262,3 @@ func TestRedisLossLosesNoTask(t *testing.T) {
 		  AND TIMESTAMPDIFF(MICROSECOND, '1970-01-01', h.created_at) < t.next_run_time * 1000`).Scan(&early))
 	require.Zero(t, early, "tasks started before their due time")
 }
-

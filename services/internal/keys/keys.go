@@ -43,3 +43,10 @@ func (k Keys) Generation() string { return k.Prefix + ":{sched}:gen" }
 func (k Keys) Lock(taskID int64) string {
 	return k.Prefix + ":lock:task:" + strconv.FormatInt(taskID, 10)
 }
+
+// RunningSet holds the task IDs of a type currently RUNNING anywhere in the
+// cluster (score = lease expiry in Unix ms), enforcing the type's
+// cluster-wide concurrency limit.
+func (k Keys) RunningSet(taskType string) string {
+	return k.Prefix + ":{type:" + taskType + "}:running"
+}

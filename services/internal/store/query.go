@@ -25,13 +25,15 @@ func (s *Store) ReadyPage(ctx context.Context, afterID int64, limit int) ([]DueR
 
 // StaleReady returns READY tasks due before horizonMs that have sat READY
 // for longer than grace without a dispatch in the last redispatchAfter: the
-// tasks whose READY event or due command may have been lost. Age is judged on
-// the database clock, in SQL.
+// tasks whose READY event or due command may have been lost. Tasks of paused
+// types are left alone: they wait on purpose. Age is judged on the database
+// clock, in SQL.
 func (s *Store) StaleReady(ctx context.Context, horizonMs int64, grace, redispatchAfter time.Duration, limit int) ([]DueRef, error) {
 	return s.dueRefs(ctx, `SELECT id, priority, next_run_time FROM tasks
 		WHERE status = 'READY' AND next_run_time <= ?
 		  AND updated_at < NOW(3) - INTERVAL ? MICROSECOND
 		  AND (dispatched_at IS NULL OR dispatched_at < NOW(3) - INTERVAL ? MICROSECOND)
+		  AND task_type NOT IN (SELECT name FROM task_types WHERE paused)
 		ORDER BY next_run_time LIMIT ?`,
 		horizonMs, grace.Microseconds(), redispatchAfter.Microseconds(), limit)
 }
@@ -106,19 +108,47 @@ type AttemptRef struct {
 }
 
 // Heartbeat refreshes last_heartbeat_time of the given attempts in one
-// statement; an attempt that is no longer current is left untouched.
-func (s *Store) Heartbeat(ctx context.Context, refs []AttemptRef) error {
+// statement and returns the IDs whose attempt is no longer current (the task
+// was cancelled, finished or taken over), which the caller should stop.
+func (s *Store) Heartbeat(ctx context.Context, refs []AttemptRef) (map[int64]bool, error) {
 	if len(refs) == 0 {
-		return nil
+		return nil, nil
 	}
 	args := make([]any, 0, 2*len(refs))
 	for _, r := range refs {
 		args = append(args, r.ID, r.Attempt)
 	}
-	q := `UPDATE tasks SET last_heartbeat_time = NOW(3)
-		WHERE status = 'RUNNING' AND (id, attempt) IN ((?, ?)` + strings.Repeat(", (?, ?)", len(refs)-1) + `)`
-	if _, err := s.db.ExecContext(ctx, q, args...); err != nil {
-		return fmt.Errorf("heartbeat %d tasks: %w", len(refs), err)
+	pairs := `((?, ?)` + strings.Repeat(", (?, ?)", len(refs)-1) + `)`
+	res, err := s.db.ExecContext(ctx, `UPDATE tasks SET last_heartbeat_time = NOW(3)
+		WHERE status = 'RUNNING' AND (id, attempt) IN `+pairs, args...)
+	if err != nil {
+		return nil, fmt.Errorf("heartbeat %d tasks: %w", len(refs), err)
 	}
-	return nil
+	if n, err := res.RowsAffected(); err == nil && int(n) == len(refs) {
+		return nil, nil
+	}
+	rows, err := s.db.QueryContext(ctx, `SELECT id FROM tasks WHERE status = 'RUNNING' AND (id, attempt) IN `+pairs, args...)
+	if err != nil {
+		return nil, fmt.Errorf("heartbeat check: %w", err)
+	}
+	defer rows.Close()
+	stale := make(map[int64]bool, len(refs))
+	for _, r := range refs {
+		stale[r.ID] = true
+	}
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, fmt.Errorf("heartbeat check: %w", err)
+		}
+		delete(stale, id)
+	}
+	return stale, rows.Err()
+}
+
+// ReadyOfType returns READY tasks of one type with id > afterID, for
+// re-indexing a resumed type at once.
+func (s *Store) ReadyOfType(ctx context.Context, taskType string, afterID int64, limit int) ([]DueRef, error) {
+	return s.dueRefs(ctx, `SELECT id, priority, next_run_time FROM tasks
+		WHERE status = 'READY' AND task_type = ? AND id > ? ORDER BY id LIMIT ?`, taskType, afterID, limit)
 }

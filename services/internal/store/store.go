@@ -77,6 +77,9 @@ func ParseDSN(dsn string) (*mysql.Config, error) {
 	cfg.ParseTime = true
 	cfg.Loc = time.UTC
 	cfg.InterpolateParams = true
+	// Rows affected = rows matched, so an UPDATE that sets a value it
+	// already had (a heartbeat within the same millisecond) still counts.
+	cfg.ClientFoundRows = true
 	if cfg.Params == nil {
 		cfg.Params = map[string]string{}
 	}

@@ -3,10 +3,8 @@ package store
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -14,7 +12,6 @@ import (
 	"github.com/oklog/ulid/v2"
 
 	"github.com/axsched/ax/contracts"
-	"github.com/axsched/ax/events"
 	"github.com/axsched/ax/services/internal/metrics"
 )
 
@@ -176,28 +173,11 @@ func (s *Store) record(ctx context.Context, tx *sql.Tx, r transferRecord) error 
 // recordTx writes the history row and its outbox event; both share one
 // event ID, which the relay later uses as Nats-Msg-Id.
 func (s *Store) recordTx(ctx context.Context, tx *sql.Tx, r transferRecord) (string, error) {
-	eventID := ulid.Make().String()
-	reason := truncate(r.reason, 2048)
-	if _, err := tx.ExecContext(ctx, `INSERT INTO task_history
-		(task_id, from_status, to_status, attempt, reason, actor, event_id, created_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-		r.taskID, string(r.from), string(r.to), r.attempt, reason, r.actor, eventID, r.at); err != nil {
-		return "", fmt.Errorf("insert history of task %d: %w", r.taskID, err)
-	}
-	payload, err := json.Marshal(events.TaskTransferred{
-		EventID: eventID, TaskID: r.taskID, Type: r.taskType, From: r.from, To: r.to,
-		Attempt: r.attempt, Priority: r.priority, NextRunTimeMs: r.nextRunTimeMs,
-		Reason: reason, Actor: r.actor, At: r.at,
-	})
-	if err != nil {
-		return "", fmt.Errorf("encode event of task %d: %w", r.taskID, err)
-	}
-	err = insertOutbox(ctx, tx, outboxEvent{ID: eventID, Subject: events.TaskEventSubject(r.to),
-		Type: events.TypeTaskTransferred, CorrelationID: strconv.FormatInt(r.taskID, 10), Payload: payload})
+	ids, err := recordMany(ctx, tx, []transferRecord{r})
 	if err != nil {
 		return "", fmt.Errorf("task %d: %w", r.taskID, err)
 	}
-	return eventID, nil
+	return ids[0], nil
 }
 
 // outboxEvent is one row for the relay to publish.
