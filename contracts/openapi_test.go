@@ -111,6 +111,8 @@ func TestOpenAPISchemasMatchGoTypes(t *testing.T) {
 		{"BatchRequest", reflect.TypeFor[BatchRequest]()},
 		{"BatchItemResult", reflect.TypeFor[BatchItemResult]()},
 		{"BatchResponse", reflect.TypeFor[BatchResponse]()},
+		{"DeadLetter", reflect.TypeFor[DeadLetter]()},
+		{"DeadLetterList", reflect.TypeFor[DeadLetterList]()},
 		{"Problem", reflect.TypeFor[Problem]()},
 	}
 	for _, tt := range tests {
@@ -187,6 +189,8 @@ func TestOpenAPIRoutes(t *testing.T) {
 		"GET /v1/types",
 		"GET /v1/types/{name}",
 		"PUT /v1/types/{name}",
+		"GET /v1/deadletters",
+		"POST /v1/deadletters/{id}/retry",
 		"GET /livez",
 		"GET /readyz",
 		"GET /metrics",

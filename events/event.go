@@ -63,6 +63,8 @@ type TaskDispatched struct {
 	Payload       json.RawMessage `json:"payload,omitempty"`
 	TimeoutMs     int64           `json:"timeout_ms"`
 	NextRunTimeMs int64           `json:"next_run_time_ms"`
+	RetryCount    int             `json:"retry_count"`
+	MaxRetries    int             `json:"max_retries"`
 }
 
 // Decode unmarshals data into v with a useful error.

@@ -28,6 +28,10 @@ const (
 	// limits) to every service that caches type settings.
 	SubjectTypeChanged = "ax.events.type.changed"
 
+	// SubjectTaskRejected carries the trace of a write refused by attempt
+	// fencing (a TaskTransferred whose From and To are the current state).
+	SubjectTaskRejected = "ax.events.task.rejected"
+
 	taskEventPrefix = "ax.events.task."
 	execPrefix      = "ax.work.exec."
 )
@@ -63,6 +67,9 @@ func ExecDoorbell(taskType string) string {
 func ExecConsumer(taskType string, lane contracts.Priority) string {
 	return "exec_" + strings.ReplaceAll(taskType, ".", "_") + "_" + string(lane)
 }
+
+// ConsumerTimerRetrying indexes RETRYING tasks at their backoff's end.
+const ConsumerTimerRetrying = "timer_retrying"
 
 // ConsumerTimerTypes follows task type changes for the timer.
 const ConsumerTimerTypes = "timer_types"

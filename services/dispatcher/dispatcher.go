@@ -100,7 +100,7 @@ func (d *Dispatcher) Dispatch(ctx context.Context, taskID int64, lane contracts.
 	if err != nil {
 		return err
 	}
-	if task.Status != contracts.StatusReady {
+	if task.Status != contracts.StatusReady && task.Status != contracts.StatusRetrying {
 		metrics.DispatchSkipped.WithLabelValues("not_ready").Inc()
 		return nil
 	}
@@ -127,9 +127,26 @@ func (d *Dispatcher) Dispatch(ctx context.Context, taskID int64, lane contracts.
 	if lane.Rank() < 0 {
 		lane = task.Priority
 	}
+	if task.Status == contracts.StatusRetrying {
+		// Its backoff has elapsed: it becomes READY (fenced, so a racing
+		// dispatcher replica or a cancel wins cleanly) and goes on at once.
+		attempt := task.Attempt
+		_, err := d.store.Transfer(ctx, store.TransferParams{
+			TaskID: task.ID, From: contracts.StatusRetrying, To: contracts.StatusReady, Attempt: &attempt,
+			Reason: fmt.Sprintf("backoff elapsed; retry %d of %d", task.RetryCount, task.MaxRetries),
+		})
+		if errors.Is(err, store.ErrConflict) {
+			metrics.DispatchSkipped.WithLabelValues("not_ready").Inc()
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+	}
 	data, err := json.Marshal(events.TaskDispatched{
 		TaskID: task.ID, Type: task.Type, Attempt: task.Attempt, Payload: task.Payload,
 		TimeoutMs: task.TimeoutMs, NextRunTimeMs: task.NextRunTimeMs,
+		RetryCount: task.RetryCount, MaxRetries: task.MaxRetries,
 	})
 	if err != nil {
 		return fmt.Errorf("encode dispatch of task %d: %w", taskID, err)

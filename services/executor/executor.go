@@ -59,6 +59,12 @@ const (
 	// AbandonGrace is how long a handler that ignores its context is waited
 	// for after its deadline before its slot is reclaimed.
 	AbandonGrace = time.Second
+	// limitWait is how long a claim waits for a slot under the type's
+	// cluster limit before handing the task back.
+	limitWait = 250 * time.Millisecond
+	// requeueDelay (plus up to as much again, at random) is how long a task
+	// handed back by a full pool waits before it is dispatched again.
+	requeueDelay = 250 * time.Millisecond
 	// typeCacheTTL bounds how stale a type's settings (limit, pause) may be.
 	typeCacheTTL = 2 * time.Second
 )

@@ -45,6 +45,7 @@ type TypeSpec struct {
 const (
 	TypeNoop  = "ax.noop"
 	TypeSleep = "ax.sleep"
+	TypeFlaky = "ax.flaky"
 )
 
 // Noop does nothing and succeeds.
@@ -71,10 +72,34 @@ var Sleep = HandlerFunc(func(ctx context.Context, t *Task) error {
 	}
 })
 
+// Flaky fails the first {"fail_times": N} attempts, then succeeds; for
+// demos and tests of retries and dead letters. {"permanent": true} makes the
+// failures non-retryable.
+var Flaky = HandlerFunc(func(_ context.Context, t *Task) error {
+	var p struct {
+		FailTimes int  `json:"fail_times"`
+		Permanent bool `json:"permanent"`
+	}
+	if len(t.Payload) > 0 {
+		if err := json.Unmarshal(t.Payload, &p); err != nil {
+			return Permanent(fmt.Errorf("ax.flaky payload: %w", err))
+		}
+	}
+	if t.Attempt <= p.FailTimes {
+		err := fmt.Errorf("ax.flaky: attempt %d of the first %d fails", t.Attempt, p.FailTimes)
+		if p.Permanent {
+			return Permanent(err)
+		}
+		return err
+	}
+	return nil
+})
+
 // Builtins returns the built-in types with default settings.
 func Builtins() []TypeSpec {
 	return []TypeSpec{
 		{Name: TypeNoop, Handler: Noop},
 		{Name: TypeSleep, Handler: Sleep},
+		{Name: TypeFlaky, Handler: Flaky},
 	}
 }

@@ -4,25 +4,33 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"runtime/debug"
 	"strconv"
 	"sync/atomic"
 	"time"
 
 	"github.com/axsched/ax/contracts"
+	"github.com/axsched/ax/events"
 	"github.com/axsched/ax/services/internal/metrics"
+	"github.com/axsched/ax/services/internal/retry"
 	"github.com/axsched/ax/services/internal/store"
 )
 
 // run is one attempt of one task on this executor.
 type run struct {
-	task     Task
-	lockKey  string
-	lockVal  string
-	limitKey string // running-set key when the type has a cluster limit
-	deadline time.Duration
-	cancel   context.CancelCauseFunc
-	leaseOut atomic.Bool
+	task       Task
+	retryCount int
+	maxRetries int
+	lockTTL    time.Duration
+	lockKey    string
+	lockVal    string
+	limitKey   string // running-set key when the type has a cluster limit
+	claimID    string // makes this claim's running-set member unique
+	pool       *pool
+	deadline   time.Duration
+	cancel     context.CancelCauseFunc
+	leaseOut   atomic.Bool
 }
 
 // take claims the task of h and starts it; it always releases the slot it
@@ -53,18 +61,33 @@ func (e *Executor) claim(ctx context.Context, p *pool, h *head) (*run, error) {
 	d := &h.task
 	next := d.Attempt + 1
 	r := &run{
-		task:    Task{ID: d.TaskID, Type: d.Type, Attempt: next, Payload: d.Payload},
-		lockKey: e.keys.Lock(d.TaskID),
-		lockVal: e.cfg.Node + ":" + strconv.Itoa(next),
+		task:       Task{ID: d.TaskID, Type: d.Type, Attempt: next, Payload: d.Payload},
+		retryCount: d.RetryCount,
+		maxRetries: d.MaxRetries,
+		lockKey:    e.keys.Lock(d.TaskID),
+		lockVal:    e.cfg.Node + ":" + strconv.Itoa(next),
+		pool:       p,
 	}
+	r.deadline = time.Duration(d.TimeoutMs) * time.Millisecond
+	if r.deadline <= 0 {
+		r.deadline = p.spec.Timeout
+	}
+	// The lease is never shorter than the run may take, so even a renewal
+	// lost to a Redis hiccup cannot hand a healthy run to someone else.
+	r.lockTTL = max(e.cfg.LockTTL, r.deadline+AbandonGrace)
 	settings := e.settings(ctx, p)
 	if settings.Concurrency > 0 {
 		r.limitKey = e.keys.RunningSet(p.spec.Name)
-		if err := e.acquireLimit(ctx, r, settings.Concurrency, h); err != nil {
+		r.claimID = strconv.FormatUint(rand.Uint64(), 36)
+		ok, err := e.acquireLimit(ctx, r, settings.Concurrency)
+		if err != nil {
 			return nil, err
 		}
+		if !ok {
+			return nil, e.requeue(ctx, d, settings.Concurrency)
+		}
 	}
-	ok, err := e.rdb.SetNX(ctx, r.lockKey, r.lockVal, e.cfg.LockTTL).Result()
+	ok, err := e.rdb.SetNX(ctx, r.lockKey, r.lockVal, r.lockTTL).Result()
 	if err != nil {
 		e.releaseLimit(r)
 		return nil, fmt.Errorf("lock task %d: %w", d.TaskID, err)
@@ -88,44 +111,70 @@ func (e *Executor) claim(ctx context.Context, p *pool, h *head) (*run, error) {
 		}
 		return nil, err
 	}
-	r.deadline = time.Duration(d.TimeoutMs) * time.Millisecond
-	if r.deadline <= 0 {
-		r.deadline = p.spec.Timeout
-	}
 	return r, nil
 }
 
-// acquireLimit waits for a member of the type's cluster-wide running set,
-// keeping the held message alive meanwhile.
-func (e *Executor) acquireLimit(ctx context.Context, r *run, limit int, h *head) error {
-	member := strconv.FormatInt(r.task.ID, 10)
-	wait := 20 * time.Millisecond
+// acquireLimit tries for a short while to take a member of the type's
+// cluster-wide running set.
+func (e *Executor) acquireLimit(ctx context.Context, r *run, limit int) (bool, error) {
+	member := r.limitMember()
+	deadline := time.Now().Add(limitWait)
+	wait := 10 * time.Millisecond
 	for {
-		ok, err := acquireLimitScript.Run(ctx, e.rdb, []string{r.limitKey}, member, limit, e.cfg.LockTTL.Milliseconds()).Int()
+		ok, err := acquireLimitScript.Run(ctx, e.rdb, []string{r.limitKey}, member, limit, r.lockTTL.Milliseconds()).Int()
 		if err != nil {
-			return fmt.Errorf("concurrency slot for %s: %w", r.task.Type, err)
+			return false, fmt.Errorf("concurrency slot for %s: %w", r.task.Type, err)
 		}
 		if ok == 1 {
-			return nil
+			return true, nil
 		}
-		if time.Since(h.lastKeep) > keepAliveAge {
-			_ = h.msg.InProgress()
-			h.lastKeep = time.Now()
+		if time.Now().After(deadline) {
+			return false, nil
 		}
 		select {
 		case <-ctx.Done():
-			return ctx.Err()
+			return false, ctx.Err()
 		case <-time.After(wait):
 		}
-		wait = min(wait*2, 250*time.Millisecond)
+		wait = min(wait*2, 100*time.Millisecond)
 	}
+}
+
+// requeue hands a task back when its type's pool is full: READY ->
+// RETRYING due shortly, without consuming a retry, so the load is levelled
+// rather than refused and nothing is dropped or failed.
+func (e *Executor) requeue(ctx context.Context, d *events.TaskDispatched, limit int) error {
+	delay := requeueDelay + time.Duration(rand.Int64N(int64(requeueDelay)))
+	due := e.clock.Now().Add(delay).UnixMilli()
+	attempt := d.Attempt
+	_, err := e.store.Transfer(ctx, store.TransferParams{
+		TaskID: d.TaskID, From: contracts.StatusReady, To: contracts.StatusRetrying, Attempt: &attempt,
+		NextRunTimeMs: &due,
+		Reason: fmt.Sprintf("pool full: %s is at its cluster limit of %d running; re-queued for %s without using a retry",
+			d.Type, limit, delay.Round(time.Millisecond)),
+	})
+	if errors.Is(err, store.ErrConflict) {
+		return nil
+	}
+	if err == nil {
+		metrics.ExecutorRejections.WithLabelValues(d.Type).Inc()
+	}
+	return err
+}
+
+// limitMember names this claim in the type's running set. It is unique per
+// claim, so a duplicate delivery of the same task (even to the same node),
+// which loses the lease and releases its member, never frees the winner's
+// slot.
+func (r *run) limitMember() string {
+	return strconv.FormatInt(r.task.ID, 10) + "@" + r.lockVal + "#" + r.claimID
 }
 
 // execute runs the handler and records its outcome.
 func (e *Executor) execute(p *pool, r *run) {
 	defer e.wg.Done()
 	defer func() { <-p.slots }()
-	ctx, cancel := context.WithCancelCause(e.runBase)
+	ctx, cancel := context.WithCancelCause(withStore(e.runBase, e.store))
 	defer cancel(nil)
 	r.cancel = cancel
 	e.track(r, true)
@@ -180,9 +229,10 @@ func (e *Executor) finish(r *run, herr, cause error) {
 	log := e.logger.With("task_id", r.task.ID, "type", r.task.Type, "attempt", r.task.Attempt)
 	switch {
 	case r.leaseOut.Load() || errors.Is(cause, errLeaseLost):
-		metrics.ExecutorRuns.WithLabelValues(r.task.Type, "lease_lost").Inc()
-		log.Warn("lease lost while running; outcome not recorded", "err", herr)
-		return
+		// Still try the fenced write: if nobody took the task over it is
+		// recorded; if somebody did, it is refused and the refusal is in the
+		// task's history.
+		log.Warn("lease lost while running", "err", herr)
 	case errors.Is(cause, errCancelled):
 		// The task is already CANCELLED in MySQL; there is nothing to write.
 		metrics.ExecutorRuns.WithLabelValues(r.task.Type, "cancelled").Inc()
@@ -190,31 +240,35 @@ func (e *Executor) finish(r *run, herr, cause error) {
 		return
 	}
 	attempt := r.task.Attempt
-	p := store.TransferParams{TaskID: r.task.ID, From: contracts.StatusRunning, Attempt: &attempt}
+	var steps []store.TransferParams
 	outcome := ""
 	switch {
 	case errors.Is(cause, errShutdown):
-		p.To, p.Reason, p.ClearExecutor = contracts.StatusReady, e.cfg.Node+" shut down before the task finished", true
+		steps = []store.TransferParams{{TaskID: r.task.ID, From: contracts.StatusRunning, To: contracts.StatusReady,
+			Attempt: &attempt, ClearExecutor: true, RecordRejection: true,
+			Reason: e.cfg.Node + " shut down before the task finished"}}
 		outcome = "returned"
 	case herr == nil:
-		p.To, p.Reason = contracts.StatusSuccess, "handler succeeded on "+e.cfg.Node
+		steps = []store.TransferParams{{TaskID: r.task.ID, From: contracts.StatusRunning, To: contracts.StatusSuccess,
+			Attempt: &attempt, RecordRejection: true, Reason: "handler succeeded on " + e.cfg.Node}}
 		outcome = "success"
-	case errors.Is(cause, errTimeout):
-		msg := herr.Error()
-		p.To, p.Reason, p.LastError = contracts.StatusTimeout, "deadline exceeded on "+e.cfg.Node, &msg
-		outcome = "timeout"
 	default:
-		msg := herr.Error()
-		p.To, p.Reason, p.LastError = contracts.StatusFailed, "handler failed on "+e.cfg.Node+": "+msg, &msg
+		f := retry.Failure{TaskID: r.task.ID, Type: r.task.Type, Attempt: attempt, RetryCount: r.retryCount,
+			MaxRetries: r.maxRetries, Status: contracts.StatusFailed, Error: herr.Error(),
+			Permanent: IsPermanent(herr), Reason: "handler failed on " + e.cfg.Node + ": " + herr.Error()}
 		outcome = "failed"
+		if errors.Is(cause, errTimeout) {
+			f.Status, f.Reason, outcome = contracts.StatusTimeout, "deadline of "+r.deadline.String()+" exceeded on "+e.cfg.Node, "timeout"
+		}
+		steps = retry.Plan(f, retry.PolicyOf(e.settings(ctx, r.pool)), e.clock.Now().UnixMilli(), nil)
 	}
 	metrics.ExecutorRuns.WithLabelValues(r.task.Type, outcome).Inc()
-	if _, err := e.store.Transfer(ctx, p); err != nil {
+	if _, err := e.store.TransferChain(ctx, steps...); err != nil {
 		if errors.Is(err, store.ErrConflict) {
-			log.Warn("outcome rejected: attempt is no longer current", "to", p.To, "err", err)
+			log.Warn("outcome rejected: attempt is no longer current", "outcome", outcome, "err", err)
 			return
 		}
-		log.Error("record outcome failed; the reaper will recover the task", "to", p.To, "err", err)
+		log.Error("record outcome failed; the reaper will recover the task", "outcome", outcome, "err", err)
 	}
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -48,9 +47,9 @@ func (e *Executor) renew(ctx context.Context) {
 	pipe := e.rdb.Pipeline()
 	cmds := make([]*redis.Cmd, len(runs))
 	for i, r := range runs {
-		cmds[i] = renewScript.Eval(ctx, pipe, []string{r.lockKey}, r.lockVal, e.cfg.LockTTL.Milliseconds())
+		cmds[i] = renewScript.Eval(ctx, pipe, []string{r.lockKey}, r.lockVal, r.lockTTL.Milliseconds())
 		if r.limitKey != "" {
-			renewLimitScript.Eval(ctx, pipe, []string{r.limitKey}, strconv.FormatInt(r.task.ID, 10), e.cfg.LockTTL.Milliseconds())
+			renewLimitScript.Eval(ctx, pipe, []string{r.limitKey}, r.limitMember(), r.lockTTL.Milliseconds())
 		}
 	}
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {

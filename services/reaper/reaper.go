@@ -1,12 +1,18 @@
-// Package reaper returns the work of dead executors.
+// Package reaper recovers the work of dead and hung executors.
 //
 // Every Interval it looks in MySQL for RUNNING tasks whose heartbeat is
-// older than Silence (judged on the database clock). For each, it checks the
-// task's Redis lease: a lease that still exists belongs to a live executor
-// (Redis and MySQL may disagree briefly) and is left alone; a task whose
-// lease is gone is transferred RUNNING -> READY, fenced by the attempt it
-// was seen with, so it runs again elsewhere. A crash therefore costs at most
-// one duplicate run.
+// older than Silence (judged on the database clock). For each:
+//
+//   - past its timeout plus TimeoutGrace: the scheduler side of the two-level
+//     timeout. The attempt is recorded TIMEOUT through the shared retry
+//     policy (RETRYING with backoff, or a dead letter), and its stale lease
+//     is removed so the next attempt can take it.
+//   - otherwise, if its Redis lease still exists, it belongs to a live (or
+//     briefly stalled) executor and is left alone;
+//   - otherwise the lease expired: RUNNING -> READY, so it runs elsewhere. A
+//     crash therefore costs at most one duplicate run.
+//
+// Every transfer is fenced by the attempt the reaper saw.
 //
 // Replicas: any number may run. The fenced transfer is the atomic claim:
 // when two reapers race for one task, exactly one transfer succeeds and the
@@ -23,16 +29,19 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/axsched/ax/contracts"
+	"github.com/axsched/ax/services/internal/clock"
 	"github.com/axsched/ax/services/internal/keys"
 	"github.com/axsched/ax/services/internal/metrics"
+	"github.com/axsched/ax/services/internal/retry"
 	"github.com/axsched/ax/services/internal/store"
 )
 
 // Defaults for Config.
 const (
-	IntervalDefault = 5 * time.Second
-	SilenceDefault  = 15 * time.Second
-	BatchDefault    = 500
+	IntervalDefault     = 5 * time.Second
+	SilenceDefault      = 15 * time.Second
+	TimeoutGraceDefault = 30 * time.Second
+	BatchDefault        = 500
 )
 
 // Config tunes the reaper.
@@ -42,6 +51,9 @@ type Config struct {
 	// Silence is how long a RUNNING task may go without a heartbeat before
 	// its lease is checked (3 missed renewals by default).
 	Silence time.Duration
+	// TimeoutGrace is how long past its timeout a silent attempt may run
+	// before the reaper records TIMEOUT.
+	TimeoutGrace time.Duration
 	// Batch bounds the tasks examined per pass.
 	Batch int
 }
@@ -52,21 +64,25 @@ type Reaper struct {
 	store  *store.Store
 	rdb    redis.UniversalClient
 	keys   keys.Keys
+	clock  clock.Clock
 	logger *slog.Logger
 }
 
 // New builds a reaper.
-func New(cfg Config, st *store.Store, rdb redis.UniversalClient, k keys.Keys, logger *slog.Logger) *Reaper {
+func New(cfg Config, st *store.Store, rdb redis.UniversalClient, k keys.Keys, clk clock.Clock, logger *slog.Logger) *Reaper {
 	if cfg.Interval <= 0 {
 		cfg.Interval = IntervalDefault
 	}
 	if cfg.Silence <= 0 {
 		cfg.Silence = SilenceDefault
 	}
+	if cfg.TimeoutGrace <= 0 {
+		cfg.TimeoutGrace = TimeoutGraceDefault
+	}
 	if cfg.Batch <= 0 {
 		cfg.Batch = BatchDefault
 	}
-	return &Reaper{cfg: cfg, store: st, rdb: rdb, keys: k, logger: logger.With("service", "reaper")}
+	return &Reaper{cfg: cfg, store: st, rdb: rdb, keys: k, clock: clk, logger: logger.With("service", "reaper")}
 }
 
 // Run reaps until ctx ends.
@@ -85,10 +101,19 @@ func (r *Reaper) Run(ctx context.Context) error {
 	}
 }
 
+// releaseStaleLease deletes a lease only if it still holds the given
+// attempt's value, so a newer attempt's lease is never touched.
+var releaseStaleLease = redis.NewScript(`
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  return redis.call('DEL', KEYS[1])
+end
+return 0
+`)
+
 // RunOnce examines silent RUNNING tasks once and returns how many it
-// returned to READY.
+// recovered (returned to READY or timed out).
 func (r *Reaper) RunOnce(ctx context.Context) (int, error) {
-	silent, err := r.store.SilentRunning(ctx, r.cfg.Silence, r.cfg.Batch)
+	silent, err := r.store.SilentRunning(ctx, r.cfg.Silence, r.cfg.TimeoutGrace, r.cfg.Batch)
 	if err != nil {
 		return 0, err
 	}
@@ -105,16 +130,15 @@ func (r *Reaper) RunOnce(ctx context.Context) (int, error) {
 	}
 	recovered := 0
 	for i, s := range silent {
-		if exists[i].Val() > 0 {
+		var err error
+		switch {
+		case s.PastDeadline:
+			err = r.timeOut(ctx, s)
+		case exists[i].Val() > 0:
 			continue
+		default:
+			err = r.requeue(ctx, s)
 		}
-		attempt := s.Attempt
-		_, err := r.store.Transfer(ctx, store.TransferParams{
-			TaskID: s.ID, From: contracts.StatusRunning, To: contracts.StatusReady, Attempt: &attempt,
-			ClearExecutor: true,
-			Reason: fmt.Sprintf("lease expired: executor %s silent since %s", s.Executor,
-				s.LastHeartbeat.UTC().Format(time.RFC3339Nano)),
-		})
 		switch {
 		case errors.Is(err, store.ErrConflict):
 			continue
@@ -122,8 +146,45 @@ func (r *Reaper) RunOnce(ctx context.Context) (int, error) {
 			return recovered, err
 		}
 		recovered++
+	}
+	return recovered, nil
+}
+
+func (r *Reaper) requeue(ctx context.Context, s store.RunningRef) error {
+	attempt := s.Attempt
+	_, err := r.store.Transfer(ctx, store.TransferParams{
+		TaskID: s.ID, From: contracts.StatusRunning, To: contracts.StatusReady, Attempt: &attempt,
+		ClearExecutor: true,
+		Reason: fmt.Sprintf("lease expired: executor %s silent since %s", s.Executor,
+			s.LastHeartbeat.UTC().Format(time.RFC3339Nano)),
+	})
+	if err == nil {
 		metrics.ReaperRecovered.Inc()
 		r.logger.Info("returned task of silent executor", "task_id", s.ID, "attempt", s.Attempt, "executor", s.Executor)
 	}
-	return recovered, nil
+	return err
+}
+
+func (r *Reaper) timeOut(ctx context.Context, s store.RunningRef) error {
+	t, err := r.store.GetType(ctx, s.Type)
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		return err
+	}
+	msg := fmt.Sprintf("no heartbeat from %s since %s and past the timeout plus %s grace",
+		s.Executor, s.LastHeartbeat.UTC().Format(time.RFC3339Nano), r.cfg.TimeoutGrace)
+	steps := retry.Plan(retry.Failure{
+		TaskID: s.ID, Type: s.Type, Attempt: s.Attempt, RetryCount: s.RetryCount, MaxRetries: s.MaxRetries,
+		Status: contracts.StatusTimeout, Error: msg, Reason: "timed out by the reaper: " + msg,
+	}, retry.PolicyOf(t), r.clock.Now().UnixMilli(), nil)
+	if _, err := r.store.TransferChain(ctx, steps...); err != nil {
+		return err
+	}
+	// The hung executor's lease would block the next attempt's claim.
+	lease := s.Executor + ":" + fmt.Sprint(s.Attempt)
+	if err := releaseStaleLease.Run(ctx, r.rdb, []string{r.keys.Lock(s.ID)}, lease).Err(); err != nil {
+		r.logger.Warn("remove stale lease failed; it expires by itself", "task_id", s.ID, "err", err)
+	}
+	metrics.ReaperTimedOut.Inc()
+	r.logger.Info("timed out silent task", "task_id", s.ID, "attempt", s.Attempt, "executor", s.Executor)
+	return nil
 }

@@ -73,6 +73,7 @@ func (s *Submitter) Routes(mux *http.ServeMux) {
 	mux.HandleFunc("POST /v1/tasks/{id}/cancel", s.handleCancel)
 	s.typeRoutes(mux)
 	s.batchRoutes(mux)
+	s.deadLetterRoutes(mux)
 }
 
 // Run holds the submitter's place in the process lifecycle: its work happens

@@ -108,6 +108,13 @@ func (t *Timer) Run(ctx context.Context) error {
 		return err
 	}
 	err = bus.AddConsumer(router, t.conn.URL, bus.ConsumerSpec{
+		Name: events.ConsumerTimerRetrying, Stream: events.StreamEvents,
+		Subject: events.TaskEventSubject(contracts.StatusRetrying), Parallel: 2,
+	}, t.logger, t.handleReady)
+	if err != nil {
+		return err
+	}
+	err = bus.AddConsumer(router, t.conn.URL, bus.ConsumerSpec{
 		Name: events.ConsumerTimerTypes, Stream: events.StreamEvents,
 		Subject: events.SubjectTypeChanged, Parallel: 1,
 	}, t.logger, t.handleTypeChanged)
@@ -127,7 +134,7 @@ func (t *Timer) handleReady(msg *message.Message) error {
 		t.logger.Error("dropping undecodable READY event", "event_id", msg.UUID, "err", err)
 		return nil
 	}
-	if ev.To != contracts.StatusReady {
+	if ev.To != contracts.StatusReady && ev.To != contracts.StatusRetrying {
 		return nil
 	}
 	if err := t.Index(msg.Context(), []store.DueRef{{ID: ev.TaskID, Priority: ev.Priority, NextRunTimeMs: ev.NextRunTimeMs}}); err != nil {

@@ -6,10 +6,12 @@ import (
 	"math/rand/v2"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
 
+	"github.com/axsched/ax/services/executor"
 	"github.com/axsched/ax/services/internal/app"
 	"github.com/axsched/ax/services/internal/natsembed"
 )
@@ -77,6 +79,9 @@ type serverFlags struct {
 	logLevel    string
 	logFormat   string
 	concurrency int
+	builtins    bool
+	webhooks    []string
+	secretFile  string
 }
 
 func defaultNode() string {
@@ -120,7 +125,11 @@ func (f *serverFlags) register(fs *pflag.FlagSet, command string) {
 	fs.DurationVar(&c.Executor.AgingAfter, "aging-after", envDur("AX_AGING_AFTER", 30*time.Second), "a task overdue this long counts one lane higher, per period [AX_AGING_AFTER]")
 	fs.IntVar(&f.concurrency, "concurrency", envInt("AX_CONCURRENCY", 32), "tasks of each built-in type run at once by this executor [AX_CONCURRENCY]")
 
+	fs.BoolVar(&f.builtins, "builtins", envBool("AX_BUILTINS", true), "serve the built-in types ax.noop, ax.sleep and ax.flaky [AX_BUILTINS]")
+	fs.StringArrayVar(&f.webhooks, "webhook", nil, "serve task type TYPE by POSTing each task to URL, as TYPE=URL (repeatable); signed with the secret from --webhook-secret-file or AX_WEBHOOK_SECRET")
+	fs.StringVar(&f.secretFile, "webhook-secret-file", envStr("AX_WEBHOOK_SECRET_FILE", ""), "file holding the webhook signing secret [AX_WEBHOOK_SECRET_FILE]")
 	fs.DurationVar(&c.Reaper.Interval, "reap-interval", envDur("AX_REAP_INTERVAL", 5*time.Second), "reaper pass period [AX_REAP_INTERVAL]")
+	fs.DurationVar(&c.Reaper.TimeoutGrace, "timeout-grace", envDur("AX_TIMEOUT_GRACE", 30*time.Second), "how long past its timeout a silent RUNNING task may be before the reaper records TIMEOUT [AX_TIMEOUT_GRACE]")
 	fs.DurationVar(&c.Reaper.Silence, "reap-silence", envDur("AX_REAP_SILENCE", 15*time.Second), "heartbeat silence after which a RUNNING task's lease is checked [AX_REAP_SILENCE]")
 }
 
@@ -138,4 +147,53 @@ func (f *serverFlags) logger() (*slog.Logger, error) {
 	default:
 		return nil, fmt.Errorf("log format %q: want text or json", f.logFormat)
 	}
+}
+
+// executorTypes builds the types this process's executor serves: the
+// built-ins (unless --builtins=false) and every --webhook binding.
+func (f *serverFlags) executorTypes() ([]executor.TypeSpec, error) {
+	if f.concurrency <= 0 {
+		return nil, fmt.Errorf("--concurrency must be at least 1, got %d", f.concurrency)
+	}
+	var types []executor.TypeSpec
+	if f.builtins {
+		types = executor.Builtins()
+	}
+	if len(f.webhooks) > 0 {
+		secret, err := f.webhookSecret()
+		if err != nil {
+			return nil, err
+		}
+		for _, w := range f.webhooks {
+			name, url, ok := strings.Cut(w, "=")
+			if !ok || name == "" || url == "" {
+				return nil, fmt.Errorf("--webhook %q: want TYPE=URL", w)
+			}
+			h, err := executor.Webhook(executor.WebhookConfig{URL: url, Secret: secret})
+			if err != nil {
+				return nil, fmt.Errorf("--webhook %s: %w", name, err)
+			}
+			types = append(types, executor.TypeSpec{Name: name, Handler: h})
+		}
+	}
+	for i := range types {
+		types[i].Concurrency = f.concurrency
+	}
+	return types, nil
+}
+
+// webhookSecret reads the signing secret from a file or AX_WEBHOOK_SECRET,
+// never from a flag value, which would show in process listings.
+func (f *serverFlags) webhookSecret() ([]byte, error) {
+	if f.secretFile != "" {
+		b, err := os.ReadFile(f.secretFile)
+		if err != nil {
+			return nil, fmt.Errorf("webhook secret: %w", err)
+		}
+		return []byte(strings.TrimSpace(string(b))), nil
+	}
+	if s := os.Getenv("AX_WEBHOOK_SECRET"); s != "" {
+		return []byte(s), nil
+	}
+	return nil, fmt.Errorf("--webhook needs a signing secret: set AX_WEBHOOK_SECRET or --webhook-secret-file")
 }

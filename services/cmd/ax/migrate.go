@@ -8,10 +8,6 @@ import (
 	"github.com/axsched/ax/services/internal/store"
 )
 
-func errConcurrency(n int) error {
-	return fmt.Errorf("--concurrency must be at least 1, got %d", n)
-}
-
 func newMigrateCmd() *cobra.Command {
 	var dsn string
 	cmd := &cobra.Command{Use: "migrate", Short: "Apply or inspect the MySQL schema migrations"}

@@ -8,8 +8,10 @@ package main
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -24,6 +26,7 @@ import (
 
 	"github.com/axsched/ax/contracts"
 	"github.com/axsched/ax/contracts/client"
+	"github.com/axsched/ax/services/executor"
 	"github.com/axsched/ax/services/internal/testenv"
 )
 
@@ -259,4 +262,118 @@ func TestKilledExecutorsTasksRunElsewhere(t *testing.T) {
 		require.True(t, strings.HasPrefix(h.History[2].Actor, "reaper@"), h.History[2].Actor)
 		require.Equal(t, "executor@exec-b", h.History[3].Actor)
 	}
+}
+
+// TestFrozenExecutorIsFencedOff freezes an executor with SIGSTOP past its
+// lease: the task is taken over and completed by another executor; when the
+// first resumes, its late outcome is refused by the attempt fence, the
+// history says so, and the task keeps the newer outcome.
+func TestFrozenExecutorIsFencedOff(t *testing.T) {
+	c := newCluster(t)
+	fast := []string{"--lock-ttl", "1s", "--renew-interval", "300ms"}
+	c.service(t, "submitter", "sub-1")
+	c.service(t, "timer", "timer-1")
+	c.service(t, "dispatcher", "disp-1")
+	c.service(t, "reaper", "reaper-1", "--reap-interval", "300ms", "--reap-silence", "1s")
+	frozen := c.service(t, "executor", "exec-a", fast...)
+
+	ctx := context.Background()
+	// Lease = max(--lock-ttl, timeout + 1 s) = 3 s.
+	task, err := c.api.Submit(ctx, contracts.SubmitRequest{Type: "ax.sleep", Timeout: "2s", Payload: []byte(`{"ms":1500}`)})
+	require.NoError(t, err)
+	testenv.Eventually(t, 20*time.Second, "task RUNNING on exec-a", func() bool {
+		return c.count(t, "id = ? AND status = 'RUNNING' AND executor_addr = 'exec-a'", task.ID) == 1
+	})
+	require.NoError(t, frozen.cmd.Process.Signal(syscall.SIGSTOP))
+	c.service(t, "executor", "exec-b", fast...)
+	testenv.Eventually(t, 30*time.Second, "task SUCCESS on exec-b", func() bool {
+		return c.count(t, "id = ? AND status = 'SUCCESS' AND executor_addr = 'exec-b' AND attempt = 2", task.ID) == 1
+	})
+
+	require.NoError(t, frozen.cmd.Process.Signal(syscall.SIGCONT))
+	var rejection contracts.HistoryEntry
+	testenv.Eventually(t, 20*time.Second, "exec-a's late outcome refused and recorded", func() bool {
+		h, err := c.api.History(ctx, task.ID)
+		require.NoError(t, err)
+		for _, e := range h.History {
+			if strings.HasPrefix(e.Reason, "rejected RUNNING->") {
+				rejection = e
+				return true
+			}
+		}
+		return false
+	})
+	require.Equal(t, "executor@exec-a", rejection.Actor)
+	require.Contains(t, rejection.Reason, "from attempt 1")
+	require.Contains(t, rejection.Reason, "at attempt 2")
+	require.Equal(t, contracts.StatusSuccess, rejection.From)
+	require.Equal(t, contracts.StatusSuccess, rejection.To)
+
+	final, err := c.api.Get(ctx, task.ID)
+	require.NoError(t, err)
+	require.Equal(t, contracts.StatusSuccess, final.Status)
+	require.Equal(t, 2, final.Attempt)
+	require.Equal(t, "exec-b", final.Executor)
+	h, err := c.api.History(ctx, task.ID)
+	require.NoError(t, err)
+	var seq []string
+	for _, e := range h.History {
+		seq = append(seq, string(e.To))
+	}
+	require.Equal(t, "READY RUNNING READY RUNNING SUCCESS SUCCESS", strings.Join(seq, " "))
+}
+
+// TestWebhookExecutorProcess binds a task type to an HTTP endpoint with
+// `ax executor --webhook`: the endpoint verifies every signature; 2xx
+// succeeds, 4xx fails for good.
+func TestWebhookExecutorProcess(t *testing.T) {
+	secret := "a-webhook-secret-of-32-bytes-len"
+	t.Setenv("AX_WEBHOOK_SECRET", secret)
+	var mu sync.Mutex
+	calls := map[string]int{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, err := executor.VerifyWebhook([]byte(secret), r, time.Minute, time.Now())
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusUnauthorized)
+			return
+		}
+		var req struct {
+			ID      string          `json:"id"`
+			Payload json.RawMessage `json:"payload"`
+		}
+		if err := json.Unmarshal(body, &req); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		mu.Lock()
+		calls[req.ID]++
+		mu.Unlock()
+		if strings.Contains(string(req.Payload), "refuse") {
+			http.Error(w, "order unknown", http.StatusUnprocessableEntity)
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	defer srv.Close()
+
+	c := newCluster(t)
+	c.service(t, "submitter", "sub-1")
+	c.service(t, "timer", "timer-1")
+	c.service(t, "dispatcher", "disp-1")
+	c.service(t, "executor", "hook-exec", "--builtins=false", "--webhook", "billing.charge="+srv.URL)
+
+	ids := c.submit(t, 5, contracts.SubmitRequest{Type: "billing.charge", Payload: []byte(`{"order":42}`)})
+	refused := c.submit(t, 1, contracts.SubmitRequest{Type: "billing.charge", Payload: []byte(`{"order":"refuse"}`)})[0]
+	testenv.Eventually(t, 30*time.Second, "webhook tasks finished", func() bool {
+		return c.count(t, "status = 'SUCCESS'") == 5 && c.count(t, "status = 'FAILED'") == 1
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	for _, id := range ids {
+		require.Equal(t, 1, calls[id], "task %s delivered once", id)
+	}
+	require.Equal(t, 1, calls[refused], "a 4xx is not retried")
+	var dead int
+	require.NoError(t, c.db.QueryRow(`SELECT COUNT(*) FROM dead_letters WHERE task_id = ?`, refused).Scan(&dead))
+	require.Equal(t, 1, dead)
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"github.com/spf13/cobra"
 
-	"github.com/axsched/ax/services/executor"
 	"github.com/axsched/ax/services/internal/app"
 )
 
@@ -18,7 +17,7 @@ func newRootCmd() *cobra.Command {
 	for _, s := range app.AllServices {
 		root.AddCommand(newServerCmd(string(s), "Run the "+string(s)+" service against an external NATS server", []app.Service{s}, false))
 	}
-	root.AddCommand(newMigrateCmd(), newTaskCmd(), newTypeCmd())
+	root.AddCommand(newMigrateCmd(), newTaskCmd(), newDLQCmd(), newTypeCmd())
 	return root
 }
 
@@ -35,12 +34,9 @@ func newServerCmd(name, short string, services []app.Service, embedded bool) *co
 			}
 			cfg := f.cfg
 			cfg.EmbeddedNATS = embedded
-			if f.concurrency <= 0 {
-				return errConcurrency(f.concurrency)
-			}
-			types := executor.Builtins()
-			for i := range types {
-				types[i].Concurrency = f.concurrency
+			types, err := f.executorTypes()
+			if err != nil {
+				return err
 			}
 			cfg.Types = types
 			return app.Run(cmd.Context(), cfg, services, logger)

@@ -211,7 +211,7 @@ func Run(ctx context.Context, cfg Config, services []Service, logger *slog.Logge
 			}
 			runners = append(runners, ex.Run)
 		case Reaper:
-			runners = append(runners, reaper.New(cfg.Reaper, st.WithActor("reaper@"+cfg.Node), rdb, k, logger).Run)
+			runners = append(runners, reaper.New(cfg.Reaper, st.WithActor("reaper@"+cfg.Node), rdb, k, clk, logger).Run)
 		}
 	}
 

@@ -71,6 +71,11 @@ var (
 	ExecutorClaimsLost = promauto.NewCounterVec(prometheus.CounterOpts{
 		Name: "ax_executor_claims_lost_total", Help: "Claims given up because the lock or the attempt was taken.",
 	}, []string{"type"})
+	// ExecutorRejections counts tasks handed back because their type's pool
+	// was full (re-queued as RETRYING without using a retry).
+	ExecutorRejections = promauto.NewCounterVec(prometheus.CounterOpts{
+		Name: "ax_executor_rejections_total", Help: "Tasks re-queued because their type's pool was full.",
+	}, []string{"type"})
 	// ExecutorActive is the number of handlers running now.
 	ExecutorActive = promauto.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "ax_executor_active_workers", Help: "Handlers running now.",
@@ -78,6 +83,10 @@ var (
 	// LeasesLost counts running tasks whose lock renewal failed.
 	LeasesLost = promauto.NewCounter(prometheus.CounterOpts{
 		Name: "ax_executor_leases_lost_total", Help: "Running tasks cancelled because their lock was lost.",
+	})
+	// ReaperTimedOut counts silent RUNNING tasks past timeout plus grace.
+	ReaperTimedOut = promauto.NewCounter(prometheus.CounterOpts{
+		Name: "ax_reaper_timed_out_total", Help: "Silent RUNNING tasks past their timeout recorded TIMEOUT by the reaper.",
 	})
 	// ReaperRecovered counts RUNNING tasks returned to READY.
 	ReaperRecovered = promauto.NewCounter(prometheus.CounterOpts{

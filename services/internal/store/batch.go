@@ -303,7 +303,11 @@ func recordMany(ctx context.Context, tx *sql.Tx, recs []transferRecord) ([]strin
 			return nil, fmt.Errorf("encode event of task %d: %w", r.taskID, err)
 		}
 		history[i] = []any{r.taskID, string(r.from), string(r.to), r.attempt, reason, r.actor, eventID, r.at}
-		outbox[i] = []any{eventID, events.TaskEventSubject(r.to), events.TypeTaskTransferred,
+		subject := r.subject
+		if subject == "" {
+			subject = events.TaskEventSubject(r.to)
+		}
+		outbox[i] = []any{eventID, subject, events.TypeTaskTransferred,
 			strconv.FormatInt(r.taskID, 10), payload}
 	}
 	if err := insertRows(ctx, tx, `INSERT INTO task_history

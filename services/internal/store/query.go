@@ -16,11 +16,12 @@ type DueRef struct {
 	NextRunTimeMs int64
 }
 
-// ReadyPage returns READY tasks with id > afterID in id order, for
-// rebuilding the timer's index from the truth.
+// ReadyPage returns READY and RETRYING tasks (both wait for a due time)
+// with id > afterID in id order, for rebuilding the timer's index from the
+// truth.
 func (s *Store) ReadyPage(ctx context.Context, afterID int64, limit int) ([]DueRef, error) {
 	return s.dueRefs(ctx, `SELECT id, priority, next_run_time FROM tasks
-		WHERE status = 'READY' AND id > ? ORDER BY id LIMIT ?`, afterID, limit)
+		WHERE status IN ('READY', 'RETRYING') AND id > ? ORDER BY id LIMIT ?`, afterID, limit)
 }
 
 // StaleReady returns READY tasks due before horizonMs that have sat READY
@@ -30,7 +31,7 @@ func (s *Store) ReadyPage(ctx context.Context, afterID int64, limit int) ([]DueR
 // clock, in SQL.
 func (s *Store) StaleReady(ctx context.Context, horizonMs int64, grace, redispatchAfter time.Duration, limit int) ([]DueRef, error) {
 	return s.dueRefs(ctx, `SELECT id, priority, next_run_time FROM tasks
-		WHERE status = 'READY' AND next_run_time <= ?
+		WHERE status IN ('READY', 'RETRYING') AND next_run_time <= ?
 		  AND updated_at < NOW(3) - INTERVAL ? MICROSECOND
 		  AND (dispatched_at IS NULL OR dispatched_at < NOW(3) - INTERVAL ? MICROSECOND)
 		  AND task_type NOT IN (SELECT name FROM task_types WHERE paused)
@@ -69,23 +70,32 @@ func (s *Store) MarkDispatched(ctx context.Context, id int64, attempt int) error
 	return nil
 }
 
-// RunningRef identifies one attempt of a RUNNING task.
+// RunningRef identifies one attempt of a RUNNING task that stopped
+// heartbeating.
 type RunningRef struct {
 	ID            int64
+	Type          string
 	Attempt       int
+	RetryCount    int
+	MaxRetries    int
 	Executor      string
 	LastHeartbeat time.Time
+	// PastDeadline: the attempt started longer ago than its timeout plus
+	// the grace given to SilentRunning (database clock).
+	PastDeadline bool
 }
 
 // SilentRunning returns RUNNING tasks whose last heartbeat is older than
-// silence on the database clock (or missing).
-func (s *Store) SilentRunning(ctx context.Context, silence time.Duration, limit int) ([]RunningRef, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT id, attempt, COALESCE(executor_addr, ''),
-			COALESCE(last_heartbeat_time, updated_at)
+// silence on the database clock (or missing), and whether each has run past
+// its timeout plus grace.
+func (s *Store) SilentRunning(ctx context.Context, silence, grace time.Duration, limit int) ([]RunningRef, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT id, task_type, attempt, retry_count, max_retry_count,
+			COALESCE(executor_addr, ''), COALESCE(last_heartbeat_time, updated_at),
+			COALESCE(started_at, updated_at) < NOW(3) - INTERVAL (timeout_ms * 1000 + ?) MICROSECOND
 		FROM tasks
 		WHERE status = 'RUNNING'
 		  AND (last_heartbeat_time IS NULL OR last_heartbeat_time < NOW(3) - INTERVAL ? MICROSECOND)
-		ORDER BY last_heartbeat_time LIMIT ?`, silence.Microseconds(), limit)
+		ORDER BY last_heartbeat_time LIMIT ?`, grace.Microseconds(), silence.Microseconds(), limit)
 	if err != nil {
 		return nil, fmt.Errorf("query silent running tasks: %w", err)
 	}
@@ -93,7 +103,8 @@ func (s *Store) SilentRunning(ctx context.Context, silence time.Duration, limit 
 	var out []RunningRef
 	for rows.Next() {
 		var r RunningRef
-		if err := rows.Scan(&r.ID, &r.Attempt, &r.Executor, &r.LastHeartbeat); err != nil {
+		if err := rows.Scan(&r.ID, &r.Type, &r.Attempt, &r.RetryCount, &r.MaxRetries, &r.Executor,
+			&r.LastHeartbeat, &r.PastDeadline); err != nil {
 			return nil, fmt.Errorf("scan running task: %w", err)
 		}
 		out = append(out, r)
@@ -150,5 +161,5 @@ func (s *Store) Heartbeat(ctx context.Context, refs []AttemptRef) (map[int64]boo
 // re-indexing a resumed type at once.
 func (s *Store) ReadyOfType(ctx context.Context, taskType string, afterID int64, limit int) ([]DueRef, error) {
 	return s.dueRefs(ctx, `SELECT id, priority, next_run_time FROM tasks
-		WHERE status = 'READY' AND task_type = ? AND id > ? ORDER BY id LIMIT ?`, taskType, afterID, limit)
+		WHERE status IN ('READY', 'RETRYING') AND task_type = ? AND id > ? ORDER BY id LIMIT ?`, taskType, afterID, limit)
 }

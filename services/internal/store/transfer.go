@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -12,6 +13,7 @@ import (
 	"github.com/oklog/ulid/v2"
 
 	"github.com/axsched/ax/contracts"
+	"github.com/axsched/ax/events"
 	"github.com/axsched/ax/services/internal/metrics"
 )
 
@@ -37,6 +39,15 @@ type TransferParams struct {
 	NextRunTimeMs *int64
 	// ClearExecutor empties executor_addr and the heartbeat.
 	ClearExecutor bool
+	// IncrementRetry counts one more retry (FAILED/TIMEOUT -> RETRYING);
+	// ResetRetries starts a fresh round (an operator's re-run).
+	IncrementRetry bool
+	ResetRetries   bool
+	// RecordRejection makes a fenced-off write leave a trace: when the
+	// transfer loses because the attempt is stale or the task moved on, a
+	// history row (from = to = the current state) and a task.rejected event
+	// say who tried what, and why it was refused.
+	RecordRejection bool
 	// Also runs extra writes inside the transfer's transaction, after the
 	// history and outbox rows; an error rolls all of it back.
 	Also func(ctx context.Context, tx *sql.Tx) error
@@ -58,24 +69,79 @@ type TransferResult struct {
 // race returns a *ConflictError; a change the transition table forbids
 // returns an *IllegalTransitionError without touching the database.
 func (s *Store) Transfer(ctx context.Context, p TransferParams) (*TransferResult, error) {
-	if !contracts.CanTransition(p.From, p.To) || p.From == contracts.StatusNone {
-		return nil, &IllegalTransitionError{From: p.From, To: p.To}
+	res, err := s.TransferChain(ctx, p)
+	if err != nil {
+		return nil, err
 	}
-	var res *TransferResult
+	return res[len(res)-1], nil
+}
+
+// TransferChain performs several transfers of one or more tasks in one
+// transaction (FAILED -> RETRYING right after RUNNING -> FAILED, say): all
+// of them commit, each with its history row and event, or none does.
+func (s *Store) TransferChain(ctx context.Context, steps ...TransferParams) ([]*TransferResult, error) {
+	for _, p := range steps {
+		if !contracts.CanTransition(p.From, p.To) || p.From == contracts.StatusNone {
+			return nil, &IllegalTransitionError{From: p.From, To: p.To}
+		}
+	}
+	out := make([]*TransferResult, len(steps))
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
-		var err error
-		res, err = s.transferTx(ctx, tx, p)
-		return err
+		for i, p := range steps {
+			var err error
+			if out[i], err = s.transferTx(ctx, tx, p); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
 	if err != nil {
-		if errors.Is(err, ErrConflict) {
-			metrics.TransferConflicts.WithLabelValues(string(p.To)).Inc()
+		var ce *ConflictError
+		if errors.As(err, &ce) {
+			metrics.TransferConflicts.WithLabelValues(string(ce.To)).Inc()
+			for _, p := range steps {
+				if p.RecordRejection && p.TaskID == ce.TaskID && p.To == ce.To {
+					s.recordRejection(ctx, p, ce)
+				}
+			}
 		}
 		return nil, err
 	}
-	metrics.Transfers.WithLabelValues(string(p.To)).Inc()
+	for _, p := range steps {
+		metrics.Transfers.WithLabelValues(string(p.To)).Inc()
+	}
 	s.notify()
-	return res, nil
+	return out, nil
+}
+
+// recordRejection writes the trace of a refused write in its own
+// transaction; failing to write it loses only the trace, so errors are
+// swallowed.
+func (s *Store) recordRejection(ctx context.Context, p TransferParams, ce *ConflictError) {
+	want := "?"
+	if p.Attempt != nil {
+		want = strconv.Itoa(*p.Attempt)
+	}
+	reason := fmt.Sprintf("rejected %s->%s from attempt %s: the task is %s at attempt %d (%s)",
+		p.From, p.To, want, ce.Actual, ce.ActualAttempt, p.Reason)
+	err := s.inTx(context.WithoutCancel(ctx), func(tx *sql.Tx) error {
+		var taskType string
+		var prio int
+		var next int64
+		if err := tx.QueryRowContext(ctx, `SELECT task_type, priority, next_run_time FROM tasks WHERE id = ?`, p.TaskID).
+			Scan(&taskType, &prio, &next); err != nil {
+			return err
+		}
+		_, err := recordMany(ctx, tx, []transferRecord{{
+			taskID: p.TaskID, taskType: taskType, from: ce.Actual, to: ce.Actual, attempt: ce.ActualAttempt,
+			priority: contracts.PriorityFromRank(prio), nextRunTimeMs: next, reason: reason,
+			actor: s.actorOr(p.Actor), at: s.now().UTC(), subject: events.SubjectTaskRejected,
+		}})
+		return err
+	})
+	if err == nil {
+		s.notify()
+	}
 }
 
 func (s *Store) transferTx(ctx context.Context, tx *sql.Tx, p TransferParams) (*TransferResult, error) {
@@ -83,8 +149,14 @@ func (s *Store) transferTx(ctx context.Context, tx *sql.Tx, p TransferParams) (*
 	set := []string{"status = ?", "updated_at = ?"}
 	args := []any{string(p.To), at}
 	if p.Claim {
-		set = append(set, "attempt = attempt + 1", "executor_addr = ?", "last_heartbeat_time = ?")
-		args = append(args, p.Executor, at)
+		set = append(set, "attempt = attempt + 1", "executor_addr = ?", "last_heartbeat_time = ?", "started_at = ?")
+		args = append(args, p.Executor, at, at)
+	}
+	if p.IncrementRetry {
+		set = append(set, "retry_count = retry_count + 1")
+	}
+	if p.ResetRetries {
+		set = append(set, "retry_count = 0")
 	}
 	if p.To == contracts.StatusReady {
 		// A task that becomes READY again must be dispatched again.
@@ -163,6 +235,8 @@ type transferRecord struct {
 	reason        string
 	actor         string
 	at            time.Time
+	// subject overrides the event subject (rejections are not transfers).
+	subject string
 }
 
 func (s *Store) record(ctx context.Context, tx *sql.Tx, r transferRecord) error {

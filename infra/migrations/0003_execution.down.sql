@@ -1,0 +1,2 @@
+DROP TABLE IF EXISTS dead_letters;
+ALTER TABLE tasks DROP COLUMN started_at;

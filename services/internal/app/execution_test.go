@@ -1,0 +1,216 @@
+package app_test
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/stretchr/testify/require"
+
+	"github.com/axsched/ax/contracts"
+	"github.com/axsched/ax/contracts/client"
+	"github.com/axsched/ax/services/executor"
+	"github.com/axsched/ax/services/internal/app"
+	"github.com/axsched/ax/services/internal/metrics"
+	"github.com/axsched/ax/services/internal/testenv"
+)
+
+func ptr[T any](v T) *T { return &v }
+
+func waitStatus(t *testing.T, api *client.Client, id string, want contracts.Status, timeout time.Duration) *contracts.Task {
+	t.Helper()
+	var task *contracts.Task
+	testenv.Eventually(t, timeout, "task "+id+" "+string(want), func() bool {
+		var err error
+		task, err = api.Get(context.Background(), id)
+		return err == nil && task.Status == want
+	})
+	return task
+}
+
+func sequence(t *testing.T, api *client.Client, id string) (string, []contracts.HistoryEntry) {
+	t.Helper()
+	h, err := api.History(context.Background(), id)
+	require.NoError(t, err)
+	var seq []string
+	for _, e := range h.History {
+		seq = append(seq, string(e.To))
+	}
+	return strings.Join(seq, " "), h.History
+}
+
+func TestFlakyTaskRetriesWithBackoffThenSucceeds(t *testing.T) {
+	_, k := testenv.Redis(t)
+	sys := startSystem(t, "127.0.0.1:6379", k.Prefix, nil)
+	ctx := context.Background()
+	_, err := sys.api.UpdateType(ctx, "ax.flaky", contracts.TaskTypeUpdate{BackoffBase: ptr("100ms"), BackoffCap: ptr("1s")})
+	require.NoError(t, err)
+	time.Sleep(2200 * time.Millisecond) // executor settings cache
+
+	task, err := sys.api.Submit(ctx, contracts.SubmitRequest{Type: "ax.flaky", Payload: json.RawMessage(`{"fail_times":2}`)})
+	require.NoError(t, err)
+	done := waitStatus(t, sys.api, task.ID, contracts.StatusSuccess, 30*time.Second)
+	require.Equal(t, 3, done.Attempt)
+	require.Equal(t, 2, done.RetryCount)
+
+	seq, h := sequence(t, sys.api, task.ID)
+	require.Equal(t, "READY RUNNING FAILED RETRYING READY RUNNING FAILED RETRYING READY RUNNING SUCCESS", seq)
+	// Each wait between the failure and the next READY is at least the
+	// backoff for that retry: 100 ms, then 200 ms.
+	for i, want := range map[int]time.Duration{2: 100 * time.Millisecond, 6: 200 * time.Millisecond} {
+		waited := h[i+2].At.Sub(h[i].At)
+		require.GreaterOrEqual(t, waited, want, "backoff after history row %d", i)
+		require.Contains(t, h[i+1].Reason, "retry")
+	}
+}
+
+func TestFailuresEndInDeadLettersAndCanBeRerun(t *testing.T) {
+	_, k := testenv.Redis(t)
+	sys := startSystem(t, "127.0.0.1:6379", k.Prefix, nil)
+	ctx := context.Background()
+	_, err := sys.api.UpdateType(ctx, "ax.flaky", contracts.TaskTypeUpdate{BackoffBase: ptr("50ms")})
+	require.NoError(t, err)
+	time.Sleep(2200 * time.Millisecond)
+
+	// Out of retries: 1 retry, 3 failures planned.
+	exhausted, err := sys.api.Submit(ctx, contracts.SubmitRequest{Type: "ax.flaky", MaxRetries: ptr(1),
+		Payload: json.RawMessage(`{"fail_times":3}`)})
+	require.NoError(t, err)
+	// Not retryable: fails for good on the first attempt.
+	permanent, err := sys.api.Submit(ctx, contracts.SubmitRequest{Type: "ax.flaky", MaxRetries: ptr(5),
+		Payload: json.RawMessage(`{"fail_times":1,"permanent":true}`)})
+	require.NoError(t, err)
+	waitStatus(t, sys.api, exhausted.ID, contracts.StatusFailed, 30*time.Second)
+	waitStatus(t, sys.api, permanent.ID, contracts.StatusFailed, 30*time.Second)
+	time.Sleep(300 * time.Millisecond) // nothing more may happen to them
+
+	seq, _ := sequence(t, sys.api, exhausted.ID)
+	require.Equal(t, "READY RUNNING FAILED RETRYING READY RUNNING FAILED", seq)
+	seq, h := sequence(t, sys.api, permanent.ID)
+	require.Equal(t, "READY RUNNING FAILED", seq)
+	require.Contains(t, h[2].Reason, "not retryable")
+
+	list, err := sys.api.ListDeadLetters(ctx, client.DeadLetterFilter{})
+	require.NoError(t, err)
+	byTask := map[string]contracts.DeadLetter{}
+	for _, d := range list.DeadLetters {
+		byTask[d.TaskID] = d
+	}
+	require.Len(t, byTask, 2)
+	require.Contains(t, byTask[exhausted.ID].LastError, "attempt 2")
+	require.Equal(t, 2, byTask[exhausted.ID].Attempt)
+
+	// An audited re-run: a fresh round of retries; attempt 3 fails, 4 succeeds.
+	d, err := sys.api.RetryDeadLetter(ctx, byTask[exhausted.ID].ID, "alice")
+	require.NoError(t, err)
+	require.Equal(t, "alice via submitter@e2e", d.RetriedBy)
+	waitStatus(t, sys.api, exhausted.ID, contracts.StatusSuccess, 30*time.Second)
+	seq, h = sequence(t, sys.api, exhausted.ID)
+	require.Equal(t, "READY RUNNING FAILED RETRYING READY RUNNING FAILED RETRYING READY RUNNING FAILED RETRYING READY RUNNING SUCCESS", seq)
+	rerun := h[7]
+	require.Equal(t, contracts.StatusRetrying, rerun.To)
+	require.Equal(t, "alice via submitter@e2e", rerun.Actor)
+	require.Contains(t, rerun.Reason, "dead letter "+d.ID)
+	require.Contains(t, rerun.Reason, "attempt 2")
+
+	_, err = sys.api.RetryDeadLetter(ctx, d.ID, "bob")
+	var p *contracts.Problem
+	require.ErrorAs(t, err, &p)
+	require.Equal(t, 409, p.Status, "a dead letter is re-run once")
+	open, err := sys.api.ListDeadLetters(ctx, client.DeadLetterFilter{})
+	require.NoError(t, err)
+	require.Len(t, open.DeadLetters, 1, "only the permanent failure is still open")
+
+	// Fail-silently types end FAILED without a dead letter.
+	_, err = sys.api.UpdateType(ctx, "ax.flaky", contracts.TaskTypeUpdate{FailSilently: ptr(true)})
+	require.NoError(t, err)
+	time.Sleep(2200 * time.Millisecond)
+	quiet, err := sys.api.Submit(ctx, contracts.SubmitRequest{Type: "ax.flaky", MaxRetries: ptr(0),
+		Payload: json.RawMessage(`{"fail_times":1}`)})
+	require.NoError(t, err)
+	waitStatus(t, sys.api, quiet.ID, contracts.StatusFailed, 30*time.Second)
+	all, err := sys.api.ListDeadLetters(ctx, client.DeadLetterFilter{All: true})
+	require.NoError(t, err)
+	for _, d := range all.DeadLetters {
+		require.NotEqual(t, quiet.ID, d.TaskID, "fail-silently task filed a dead letter")
+	}
+}
+
+// TestHandlersThatHangOrPanic: a handler that ignores its context is
+// abandoned at its deadline (TIMEOUT, worker reclaimed); a panic becomes a
+// failure with the stack in history.
+func TestHandlersThatHangOrPanic(t *testing.T) {
+	_, k := testenv.Redis(t)
+	release := make(chan struct{})
+	defer close(release)
+	sys := startSystem(t, "127.0.0.1:6379", k.Prefix, func(c *app.Config) {
+		c.Types = append(c.Types,
+			executor.TypeSpec{Name: "test.stubborn", Timeout: 200 * time.Millisecond, Concurrency: 1,
+				Handler: executor.HandlerFunc(func(context.Context, *executor.Task) error {
+					<-release // ignores its context on purpose
+					return nil
+				})},
+			executor.TypeSpec{Name: "test.panics", Handler: executor.HandlerFunc(func(context.Context, *executor.Task) error {
+				var m map[string]int
+				m["boom"]++ // nil map write
+				return nil
+			})},
+		)
+	})
+	ctx := context.Background()
+	start := time.Now()
+	var stubborn []string
+	for range 2 {
+		task, err := sys.api.Submit(ctx, contracts.SubmitRequest{Type: "test.stubborn", MaxRetries: ptr(0)})
+		require.NoError(t, err)
+		stubborn = append(stubborn, task.ID)
+	}
+	for _, id := range stubborn {
+		task := waitStatus(t, sys.api, id, contracts.StatusTimeout, 20*time.Second)
+		require.Contains(t, task.LastError, "abandoned")
+	}
+	// With one worker, the second ran only after the first's slot was
+	// reclaimed: about two deadlines plus two abandon graces, not forever.
+	t.Logf("two stubborn tasks timed out on one worker in %s", time.Since(start).Round(time.Millisecond))
+
+	task, err := sys.api.Submit(ctx, contracts.SubmitRequest{Type: "test.panics", MaxRetries: ptr(0)})
+	require.NoError(t, err)
+	waitStatus(t, sys.api, task.ID, contracts.StatusFailed, 20*time.Second)
+	_, h := sequence(t, sys.api, task.ID)
+	require.Contains(t, h[2].Reason, "handler panic")
+	require.Contains(t, h[2].Reason, "assignment to entry in nil map")
+	require.Contains(t, h[2].Reason, "goroutine", "the stack is in the reason")
+}
+
+// TestBurstOverFullPoolLosesAndFailsNothing submits 20x the type's pool
+// (its cluster-wide limit): tasks that find the pool full are handed back
+// as RETRYING without using a retry, and every task completes.
+func TestBurstOverFullPoolLosesAndFailsNothing(t *testing.T) {
+	_, k := testenv.Redis(t)
+	sys := startSystem(t, "127.0.0.1:6379", k.Prefix, nil)
+	sys.join(t, []app.Service{app.Executor}, func(c *app.Config) { c.Node = "second-executor" })
+	ctx := context.Background()
+	// Two executors with four fetchers each compete for a pool of two;
+	// tasks outlast the 250 ms a claim waits for a slot.
+	const pool = 2
+	_, err := sys.api.UpdateType(ctx, "ax.sleep", contracts.TaskTypeUpdate{Concurrency: ptr(pool)})
+	require.NoError(t, err)
+	time.Sleep(2200 * time.Millisecond)
+	before := testutil.ToFloat64(metrics.ExecutorRejections.WithLabelValues("ax.sleep"))
+
+	const n = 20 * pool
+	submitMany(t, sys.api, n, 8, contracts.SubmitRequest{Type: "ax.sleep", MaxRetries: ptr(0), Payload: json.RawMessage(`{"ms":400}`)})
+	testenv.Eventually(t, 120*time.Second, "all tasks SUCCESS", func() bool {
+		return sys.count(t, "status = 'SUCCESS'") == n
+	})
+	rejected := testutil.ToFloat64(metrics.ExecutorRejections.WithLabelValues("ax.sleep")) - before
+	t.Logf("%d tasks over a pool of %d: %.0f re-queued because the pool was full", n, pool, rejected)
+	require.Positive(t, rejected)
+	require.Zero(t, sys.count(t, "status = 'FAILED' OR retry_count > 0"), "a full pool must not fail tasks or use their retries")
+	var requeues int
+	require.NoError(t, sys.db.QueryRow(`SELECT COUNT(*) FROM task_history WHERE reason LIKE 'pool full%'`).Scan(&requeues))
+	require.EqualValues(t, rejected, requeues, "every re-queue is in history")
+}

@@ -1,0 +1,66 @@
+// Package worker is how a business team runs its own executor: register
+// handlers on an executor.Mux and call Run. Everything else — leases,
+// fencing, retries, pools, heartbeats, graceful shutdown — is ax's.
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"os"
+
+	"github.com/axsched/ax/services/executor"
+	"github.com/axsched/ax/services/internal/app"
+)
+
+// Config locates ax's servers. Empty fields take ax's documented defaults.
+type Config struct {
+	// MySQLDSN defaults to root@tcp(127.0.0.1:3306)/ax.
+	MySQLDSN string
+	// RedisAddr defaults to 127.0.0.1:6379.
+	RedisAddr string
+	// NATSURL is required: the NATS server the scheduler uses.
+	NATSURL string
+	// HTTPAddr serves /livez, /readyz and /metrics; default 127.0.0.1:8083.
+	HTTPAddr string
+	// Node names this worker in task history; default <hostname>-<pid>.
+	Node string
+	// Logger defaults to slog.Default().
+	Logger *slog.Logger
+	// Executor tunes leases, fetchers and shutdown; zero values are defaults.
+	Executor executor.Config
+}
+
+// Run serves the mux's task types until ctx ends, then finishes running
+// tasks (up to the shutdown timeout) and returns.
+func Run(ctx context.Context, cfg Config, mux *executor.Mux) error {
+	if mux == nil || len(mux.Specs()) == 0 {
+		return errors.New("worker: the mux has no task types")
+	}
+	if cfg.NATSURL == "" {
+		return errors.New("worker: NATSURL is required")
+	}
+	if cfg.MySQLDSN == "" {
+		cfg.MySQLDSN = "root@tcp(127.0.0.1:3306)/ax"
+	}
+	if cfg.RedisAddr == "" {
+		cfg.RedisAddr = "127.0.0.1:6379"
+	}
+	if cfg.HTTPAddr == "" {
+		cfg.HTTPAddr = "127.0.0.1:8083"
+	}
+	if cfg.Node == "" {
+		host, _ := os.Hostname()
+		cfg.Node = fmt.Sprintf("%s-%d", host, os.Getpid())
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	return app.Run(ctx, app.Config{
+		MySQLDSN: cfg.MySQLDSN, RedisAddr: cfg.RedisAddr, RedisPrefix: "ax", NATSURL: cfg.NATSURL,
+		HTTPAddr: cfg.HTTPAddr, Node: cfg.Node, NodeID: rand.Int64N(1024), Migrate: true,
+		Executor: cfg.Executor, Types: mux.Specs(),
+	}, []app.Service{app.Executor}, cfg.Logger)
+}
