@@ -237,7 +237,9 @@ func TestKilledExecutorsTasksRunElsewhere(t *testing.T) {
 	victim := c.service(t, "executor", "exec-a", fast...)
 
 	const n = 20
-	ids := c.submit(t, n, contracts.SubmitRequest{Type: "ax.sleep", Payload: []byte(`{"ms":4000}`)})
+	// The lease is never shorter than the timeout (+1 s): 5 s here, so the
+	// dead executor's leases lapse about 6 s after their claims.
+	ids := c.submit(t, n, contracts.SubmitRequest{Type: "ax.sleep", Timeout: "5s", Payload: []byte(`{"ms":4000}`)})
 	testenv.Eventually(t, 30*time.Second, "all tasks RUNNING on exec-a", func() bool {
 		return c.count(t, "status = 'RUNNING' AND executor_addr = 'exec-a'") == n
 	})

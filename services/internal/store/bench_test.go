@@ -1,0 +1,83 @@
+package store_test
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/axsched/ax/contracts"
+	"github.com/axsched/ax/services/internal/store"
+	"github.com/axsched/ax/services/internal/testenv"
+)
+
+var benchID atomic.Int64
+
+func benchTask(typ string) store.NewTask {
+	return store.NewTask{ID: benchID.Add(1) + 1<<40, Type: typ, Priority: contracts.PriorityNormal,
+		Payload: []byte(`{"n":1}`), Status: contracts.StatusReady, NextRunTimeMs: time.Now().UnixMilli(),
+		MaxRetries: 3, TimeoutMs: 60000, Reason: "bench"}
+}
+
+// BenchmarkCreateTask: one task per transaction (task + history + outbox),
+// in parallel as the submitter does under load.
+func BenchmarkCreateTask(b *testing.B) {
+	st, _ := testenv.Store(b)
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if _, _, err := st.CreateTask(context.Background(), benchTask("bench")); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// BenchmarkCreateTasksBatch: 1,000 tasks per transaction; reports tasks/s.
+func BenchmarkCreateTasksBatch(b *testing.B) {
+	st, _ := testenv.Store(b)
+	b.ReportAllocs()
+	start := time.Now()
+	for range b.N {
+		batch := make([]store.NewTask, 1000)
+		for i := range batch {
+			batch[i] = benchTask("bench")
+		}
+		if _, err := st.CreateTasks(context.Background(), batch); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.N*1000)/time.Since(start).Seconds(), "tasks/s")
+}
+
+// BenchmarkTransferClaimAndFinish: the executor's two transfers of a task
+// (READY->RUNNING, RUNNING->SUCCESS), in parallel.
+func BenchmarkTransferClaimAndFinish(b *testing.B) {
+	st, _ := testenv.Store(b)
+	ids := make(chan int64, b.N)
+	for range b.N {
+		nt := benchTask("bench")
+		if _, _, err := st.CreateTask(context.Background(), nt); err != nil {
+			b.Fatal(err)
+		}
+		ids <- nt.ID
+	}
+	close(ids)
+	b.ReportAllocs()
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			id := <-ids
+			zero, one := 0, 1
+			ctx := context.Background()
+			if _, err := st.Transfer(ctx, store.TransferParams{TaskID: id, From: contracts.StatusReady, To: contracts.StatusRunning,
+				Attempt: &zero, Claim: true, Executor: "bench", Reason: "claim"}); err != nil {
+				b.Fatal(err)
+			}
+			if _, err := st.Transfer(ctx, store.TransferParams{TaskID: id, From: contracts.StatusRunning, To: contracts.StatusSuccess,
+				Attempt: &one, Reason: "done"}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}

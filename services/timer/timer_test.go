@@ -1,0 +1,130 @@
+package timer
+
+import (
+	"context"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/stretchr/testify/require"
+
+	"github.com/axsched/ax/contracts"
+	"github.com/axsched/ax/events"
+	"github.com/axsched/ax/services/internal/store"
+	"github.com/axsched/ax/services/internal/testenv"
+)
+
+func newTimer(t testing.TB) (*Timer, *store.Store) {
+	st, _ := testenv.Store(t)
+	rdb, k := testenv.Redis(t)
+	conn := testenv.NATS(t)
+	tm := New(Config{}, st, rdb, k, conn, testenv.Logger(t))
+	_, err := tm.ensureIndex(context.Background())
+	require.NoError(t, err)
+	return tm, st
+}
+
+func dueCommands(t *testing.T, tm *Timer) []events.TaskDue {
+	t.Helper()
+	ctx := context.Background()
+	c, err := tm.conn.JS.CreateOrUpdateConsumer(ctx, events.StreamWork, jetstream.ConsumerConfig{
+		Durable: "test", FilterSubject: events.SubjectDue, AckPolicy: jetstream.AckExplicitPolicy})
+	require.NoError(t, err)
+	var out []events.TaskDue
+	for {
+		batch, err := c.Fetch(100, jetstream.FetchMaxWait(300*time.Millisecond))
+		require.NoError(t, err)
+		n := 0
+		for m := range batch.Messages() {
+			var d events.TaskDue
+			require.NoError(t, events.Decode(m.Data(), &d))
+			out = append(out, d)
+			require.NoError(t, m.Ack())
+			n++
+		}
+		if n == 0 {
+			return out
+		}
+	}
+}
+
+func TestPopTakesDueTasksInLaneOrderAndNothingEarly(t *testing.T) {
+	tm, _ := newTimer(t)
+	ctx := context.Background()
+	now, err := tm.rdb.Time(ctx).Result()
+	require.NoError(t, err)
+	past, future := now.Add(-10*time.Millisecond).UnixMilli(), now.Add(400*time.Millisecond).UnixMilli()
+	var refs []store.DueRef
+	id := int64(0)
+	for _, p := range []contracts.Priority{contracts.PriorityLow, contracts.PriorityNormal, contracts.PriorityHigh} {
+		for range 3 {
+			id++
+			refs = append(refs, store.DueRef{ID: id, Priority: p, NextRunTimeMs: past})
+			id++
+			refs = append(refs, store.DueRef{ID: id, Priority: p, NextRunTimeMs: future})
+		}
+	}
+	require.NoError(t, tm.Index(ctx, refs))
+
+	sleep, err := tm.RunOnce(ctx)
+	require.NoError(t, err)
+	require.Greater(t, sleep, time.Duration(0))
+	require.LessOrEqual(t, sleep, 400*time.Millisecond, "the loop wakes for the earliest future task, not a full tick later")
+	got := dueCommands(t, tm)
+	require.Len(t, got, 9, "exactly the due tasks")
+	for i, d := range got {
+		require.Equal(t, past, d.NextRunTimeMs)
+		require.Equal(t, contracts.Priorities[i/3], d.Priority, "command %d out of lane order", i)
+	}
+
+	time.Sleep(sleep)
+	for {
+		n, err := tm.rdb.Time(ctx).Result()
+		require.NoError(t, err)
+		if n.UnixMilli() >= future {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	_, err = tm.RunOnce(ctx)
+	require.NoError(t, err)
+	require.Len(t, dueCommands(t, tm), 9, "the rest, once due by the Redis clock")
+}
+
+func TestLostIndexIsRebuiltFromMySQL(t *testing.T) {
+	tm, st := newTimer(t)
+	ctx := context.Background()
+	for i := range 5 {
+		_, _, err := st.CreateTask(ctx, store.NewTask{ID: int64(100 + i), Type: "ax.noop", Priority: contracts.PriorityLow,
+			Status: contracts.StatusReady, NextRunTimeMs: time.Now().Add(time.Hour).UnixMilli(), MaxRetries: 3, TimeoutMs: 1000, Reason: "t"})
+		require.NoError(t, err)
+	}
+	require.NoError(t, tm.rdb.Del(ctx, tm.keys.Generation(), tm.keys.Lane(contracts.PriorityLow)).Err())
+	_, err := tm.RunOnce(ctx)
+	require.NoError(t, err)
+	members, err := tm.rdb.ZRange(ctx, tm.keys.Lane(contracts.PriorityLow), 0, -1).Result()
+	require.NoError(t, err)
+	require.ElementsMatch(t, []string{"100", "101", "102", "103", "104"}, members)
+	require.EqualValues(t, 1, tm.rdb.Exists(ctx, tm.keys.Generation()).Val())
+}
+
+// BenchmarkPop measures the Lua pop of 1,000 due IDs across three lanes
+// (index, then one pop call), the timer's hot path.
+func BenchmarkPop(b *testing.B) {
+	tm, _ := newTimer(b)
+	ctx := context.Background()
+	refs := make([]store.DueRef, 1000)
+	keys := append([]string{tm.keys.Generation()}, tm.keys.Lanes()...)
+	b.ReportAllocs()
+	for i := range b.N {
+		for j := range refs {
+			refs[j] = store.DueRef{ID: int64(i*1000 + j), Priority: contracts.Priorities[j%3], NextRunTimeMs: 1}
+		}
+		require.NoError(b, tm.Index(ctx, refs))
+		res, err := popScript.Run(ctx, tm.rdb, keys, 1000).Slice()
+		require.NoError(b, err)
+		require.Len(b, res, 2+3*1000, strconv.Itoa(i))
+	}
+	b.ReportMetric(float64(b.N*1000)/b.Elapsed().Seconds(), "ids/s")
+}
