@@ -260,7 +260,12 @@ func (e *Executor) finish(r *run, herr, cause error) {
 		if errors.Is(cause, errTimeout) {
 			f.Status, f.Reason, outcome = contracts.StatusTimeout, "deadline of "+r.deadline.String()+" exceeded on "+e.cfg.Node, "timeout"
 		}
-		steps = retry.Plan(f, retry.PolicyOf(e.settings(ctx, r.pool)), e.clock.Now().UnixMilli(), nil)
+		policy := retry.PolicyOf(e.settings(ctx, r.pool))
+		if policy.FailSilently {
+			// Non-core work: visible in metrics, but outside the alert rule.
+			outcome += "_silent"
+		}
+		steps = retry.Plan(f, policy, e.clock.Now().UnixMilli(), nil)
 	}
 	metrics.ExecutorRuns.WithLabelValues(r.task.Type, outcome).Inc()
 	if _, err := e.store.TransferChain(ctx, steps...); err != nil {

@@ -379,3 +379,31 @@ func TestWebhookExecutorProcess(t *testing.T) {
 	require.NoError(t, c.db.QueryRow(`SELECT COUNT(*) FROM dead_letters WHERE task_id = ?`, refused).Scan(&dead))
 	require.Equal(t, 1, dead)
 }
+
+// TestClusterLimitAcrossExecutorProcesses: two executor processes with 10
+// workers each never run more than the type's limit of 3 at once.
+func TestClusterLimitAcrossExecutorProcesses(t *testing.T) {
+	c := newCluster(t)
+	c.service(t, "submitter", "sub-1")
+	c.service(t, "timer", "timer-1")
+	c.service(t, "dispatcher", "disp-1")
+	c.service(t, "executor", "exec-a", "--concurrency", "10")
+	c.service(t, "executor", "exec-b", "--concurrency", "10")
+	limit := 3
+	_, err := c.api.UpdateType(context.Background(), "ax.sleep", contracts.TaskTypeUpdate{Concurrency: &limit})
+	require.NoError(t, err)
+	time.Sleep(2500 * time.Millisecond) // executors refresh type settings every 2 s
+
+	const n = 30
+	c.submit(t, n, contracts.SubmitRequest{Type: "ax.sleep", Payload: []byte(`{"ms":200}`)})
+	most := 0
+	testenv.Eventually(t, 60*time.Second, "all tasks SUCCESS", func() bool {
+		most = max(most, c.count(t, "status = 'RUNNING'"))
+		return c.count(t, "status = 'SUCCESS'") == n
+	})
+	var executors int
+	require.NoError(t, c.db.QueryRow(`SELECT COUNT(DISTINCT executor_addr) FROM tasks`).Scan(&executors))
+	t.Logf("most RUNNING at once: %d of a limit of %d, over %d executor processes", most, limit, executors)
+	require.LessOrEqual(t, most, limit)
+	require.Equal(t, 2, executors)
+}
