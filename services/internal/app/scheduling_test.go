@@ -127,7 +127,9 @@ func TestLowTasksAreNotStarved(t *testing.T) {
 		t.Logf("low task %s started %s after submission (aging %s); the high flood ran until %s after",
 			id, waited.Round(time.Millisecond), aging, lastHighStart.Sub(submitted).Round(time.Millisecond))
 		require.True(t, started.Before(lastHighStart), "low task %s waited for the whole high flood", id)
-		require.Less(t, waited, 2*aging+2*time.Second, "low task %s started too late", id)
+		// Relative, not wall-clock: without aging a low task would start
+		// at the very end of the flood; with it, early in the flood.
+		require.Less(t, waited, lastHighStart.Sub(submitted)/2, "low task %s started too late", id)
 	}
 }
 
@@ -240,7 +242,13 @@ func TestCancelRunningTaskStopsItsHandler(t *testing.T) {
 // (nothing lost, nothing run); on resume they run, lane by lane.
 func TestPausedTypeWaitsAndResumesInOrder(t *testing.T) {
 	_, k := testenv.Redis(t)
-	sys := startSystem(t, "127.0.0.1:6379", k.Prefix, func(c *app.Config) { c.Executor.Fetchers = 1 })
+	sys := startSystem(t, "127.0.0.1:6379", k.Prefix, func(c *app.Config) {
+		c.Executor.Fetchers = 1
+		// One dispatcher consumer hands the re-indexed tasks on in the order
+		// the timer popped them (lane order), so the idle executor cannot
+		// see a low task before the high ones are published.
+		c.Dispatcher.Consumers = 1
+	})
 	ctx := context.Background()
 	yes, no := true, false
 	_, err := sys.api.UpdateType(ctx, "ax.noop", contracts.TaskTypeUpdate{Paused: &yes})
