@@ -113,6 +113,8 @@ func TestOpenAPISchemasMatchGoTypes(t *testing.T) {
 		{"BatchResponse", reflect.TypeFor[BatchResponse]()},
 		{"DeadLetter", reflect.TypeFor[DeadLetter]()},
 		{"DeadLetterList", reflect.TypeFor[DeadLetterList]()},
+		{"Node", reflect.TypeFor[Node]()},
+		{"NodeList", reflect.TypeFor[NodeList]()},
 		{"Problem", reflect.TypeFor[Problem]()},
 	}
 	for _, tt := range tests {
@@ -191,6 +193,7 @@ func TestOpenAPIRoutes(t *testing.T) {
 		"PUT /v1/types/{name}",
 		"GET /v1/deadletters",
 		"POST /v1/deadletters/{id}/retry",
+		"GET /v1/nodes",
 		"GET /livez",
 		"GET /readyz",
 		"GET /metrics",

@@ -43,6 +43,7 @@ import (
 	"github.com/axsched/ax/services/internal/bus"
 	"github.com/axsched/ax/services/internal/clock"
 	"github.com/axsched/ax/services/internal/keys"
+	"github.com/axsched/ax/services/internal/membership"
 	"github.com/axsched/ax/services/internal/store"
 )
 
@@ -93,6 +94,11 @@ type Config struct {
 	// AgingAfter is how long past its due time a task waits before it
 	// counts one lane higher.
 	AgingAfter time.Duration
+	// HeartbeatInterval is how often the node writes its membership
+	// heartbeat; after three missed ones the reaper takes it for dead.
+	HeartbeatInterval time.Duration
+	// Addr is reported in heartbeats: where the node's /metrics is served.
+	Addr string
 }
 
 func (c *Config) defaults() {
@@ -110,6 +116,9 @@ func (c *Config) defaults() {
 	}
 	if c.AgingAfter <= 0 {
 		c.AgingAfter = AgingAfterDefault
+	}
+	if c.HeartbeatInterval <= 0 {
+		c.HeartbeatInterval = membership.IntervalDefault
 	}
 }
 
@@ -212,6 +221,11 @@ func (e *Executor) Run(ctx context.Context) error {
 	hbDone := make(chan struct{})
 	hbCtx, stopHB := context.WithCancel(context.WithoutCancel(ctx))
 	go func() { defer close(hbDone); e.watchdog(hbCtx) }()
+
+	beatDone := make(chan struct{})
+	beatCtx, stopBeat := context.WithCancel(ctx)
+	go func() { defer close(beatDone); e.beat(beatCtx) }()
+	defer func() { stopBeat(); <-beatDone }()
 
 	intake, ictx := errgroup.WithContext(ctx)
 	for _, p := range e.types {

@@ -1,6 +1,8 @@
 // Package reaper recovers the work of dead and hung executors.
 //
-// Every Interval it looks in MySQL for RUNNING tasks whose heartbeat is
+// Every Interval it first hands on the RUNNING tasks of executors that missed
+// three membership heartbeats (see package membership), then looks in MySQL
+// for RUNNING tasks whose heartbeat is
 // older than Silence (judged on the database clock). For each:
 //
 //   - past its timeout plus TimeoutGrace: the scheduler side of the two-level
@@ -31,6 +33,7 @@ import (
 	"github.com/axsched/ax/contracts"
 	"github.com/axsched/ax/services/internal/clock"
 	"github.com/axsched/ax/services/internal/keys"
+	"github.com/axsched/ax/services/internal/membership"
 	"github.com/axsched/ax/services/internal/metrics"
 	"github.com/axsched/ax/services/internal/retry"
 	"github.com/axsched/ax/services/internal/store"
@@ -38,7 +41,7 @@ import (
 
 // Defaults for Config.
 const (
-	IntervalDefault     = 5 * time.Second
+	IntervalDefault     = time.Second
 	SilenceDefault      = 15 * time.Second
 	TimeoutGraceDefault = 30 * time.Second
 	BatchDefault        = 500
@@ -56,6 +59,9 @@ type Config struct {
 	TimeoutGrace time.Duration
 	// Batch bounds the tasks examined per pass.
 	Batch int
+	// HeartbeatInterval is the executors' membership heartbeat period; a
+	// node that missed three is dead and its tasks are handed on at once.
+	HeartbeatInterval time.Duration
 }
 
 // Reaper is the reaper service.
@@ -82,6 +88,9 @@ func New(cfg Config, st *store.Store, rdb redis.UniversalClient, k keys.Keys, cl
 	if cfg.Batch <= 0 {
 		cfg.Batch = BatchDefault
 	}
+	if cfg.HeartbeatInterval <= 0 {
+		cfg.HeartbeatInterval = membership.IntervalDefault
+	}
 	return &Reaper{cfg: cfg, store: st, rdb: rdb, keys: k, clock: clk, logger: logger.With("service", "reaper")}
 }
 
@@ -90,6 +99,9 @@ func (r *Reaper) Run(ctx context.Context) error {
 	t := time.NewTicker(r.cfg.Interval)
 	defer t.Stop()
 	for {
+		if _, err := r.RecoverDeadNodes(ctx); err != nil && ctx.Err() == nil {
+			r.logger.Warn("dead-node pass failed", "err", err)
+		}
 		if _, err := r.RunOnce(ctx); err != nil && ctx.Err() == nil {
 			r.logger.Warn("reaper pass failed", "err", err)
 		}
@@ -176,13 +188,11 @@ func (r *Reaper) timeOut(ctx context.Context, s store.RunningRef) error {
 		TaskID: s.ID, Type: s.Type, Attempt: s.Attempt, RetryCount: s.RetryCount, MaxRetries: s.MaxRetries,
 		Status: contracts.StatusTimeout, Error: msg, Reason: "timed out by the reaper: " + msg,
 	}, retry.PolicyOf(t), r.clock.Now().UnixMilli(), nil)
+	// The hung executor's lease and slot would block the next attempt's
+	// claim; they go before the transfer, which makes the task claimable.
+	r.releaseDeadClaim(ctx, s)
 	if _, err := r.store.TransferChain(ctx, steps...); err != nil {
 		return err
-	}
-	// The hung executor's lease would block the next attempt's claim.
-	lease := s.Executor + ":" + fmt.Sprint(s.Attempt)
-	if err := releaseStaleLease.Run(ctx, r.rdb, []string{r.keys.Lock(s.ID)}, lease).Err(); err != nil {
-		r.logger.Warn("remove stale lease failed; it expires by itself", "task_id", s.ID, "err", err)
 	}
 	metrics.ReaperTimedOut.Inc()
 	r.logger.Info("timed out silent task", "task_id", s.ID, "attempt", s.Attempt, "executor", s.Executor)

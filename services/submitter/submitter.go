@@ -47,6 +47,7 @@ type Config struct {
 // Submitter serves the task API.
 type Submitter struct {
 	types  typeCache
+	nodes  *registry
 	cfg    Config
 	store  *store.Store
 	ids    *idgen.Generator
@@ -74,6 +75,7 @@ func (s *Submitter) Routes(mux *http.ServeMux) {
 	s.typeRoutes(mux)
 	s.batchRoutes(mux)
 	s.deadLetterRoutes(mux)
+	s.nodeRoutes(mux)
 }
 
 // Run holds the submitter's place in the process lifecycle: its work happens

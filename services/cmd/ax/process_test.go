@@ -407,3 +407,67 @@ func TestClusterLimitAcrossExecutorProcesses(t *testing.T) {
 	require.LessOrEqual(t, most, limit)
 	require.Equal(t, 2, executors)
 }
+
+// TestDeadNodeRecoveredByMembership: three executors run 300 tasks; one is
+// killed with SIGKILL. Its tasks are handed on when it misses three
+// heartbeats — long before their 31 s leases lapse — and every task ends
+// SUCCESS, none of the dead node's running more than twice.
+func TestDeadNodeRecoveredByMembership(t *testing.T) {
+	c := newCluster(t)
+	c.service(t, "submitter", "sub-1")
+	c.service(t, "timer", "timer-1")
+	c.service(t, "dispatcher", "disp-1")
+	c.service(t, "reaper", "reaper-1")
+	execs := map[string]*proc{}
+	for _, name := range []string{"exec-a", "exec-b", "exec-c"} {
+		execs[name] = c.service(t, "executor", name, "--concurrency", "120")
+	}
+	const n = 300
+	ids := c.submit(t, n, contracts.SubmitRequest{Type: "ax.sleep", Timeout: "30s", Payload: []byte(`{"ms":8000}`)})
+	testenv.Eventually(t, 60*time.Second, "every task claimed", func() bool {
+		return c.count(t, "status IN ('RUNNING', 'SUCCESS')") == n
+	})
+	victims := c.count(t, "status = 'RUNNING' AND executor_addr = 'exec-c'")
+	require.Positive(t, victims)
+	execs["exec-c"].kill9(t)
+	killed := time.Now()
+
+	testenv.Eventually(t, 90*time.Second, "all tasks SUCCESS", func() bool {
+		return c.count(t, "status = 'SUCCESS'") == n
+	})
+	var recovered int
+	var lastRerun, lastReady time.Time
+	for _, id := range ids {
+		h, err := c.api.History(context.Background(), id)
+		require.NoError(t, err)
+		runs := 0
+		for i, e := range h.History {
+			if e.To == contracts.StatusRunning {
+				runs++
+				if runs == 2 && e.At.After(lastRerun) {
+					lastRerun = e.At
+				}
+			}
+			if e.From == contracts.StatusRunning && e.To == contracts.StatusReady {
+				require.Contains(t, e.Reason, "executor exec-c is dead", "task %s row %d", id, i)
+				recovered++
+				if e.At.After(lastReady) {
+					lastReady = e.At
+				}
+
+			}
+		}
+		require.LessOrEqual(t, runs, 2, "task %s ran more than twice", id)
+	}
+	require.Equal(t, victims, recovered, "every task of the dead node was handed on, and no other")
+	t.Logf("%d tasks of the killed executor: all handed back %s and running again %s after SIGKILL (heartbeat 3 s, 3 missed = dead, reaper pass 1 s)",
+		victims, lastReady.Sub(killed).Round(100*time.Millisecond), lastRerun.Sub(killed).Round(100*time.Millisecond))
+
+	nodes, err := c.api.ListNodes(context.Background())
+	require.NoError(t, err)
+	alive := map[string]bool{}
+	for _, nd := range nodes.Nodes {
+		alive[nd.Name] = nd.Alive
+	}
+	require.Equal(t, map[string]bool{"exec-a": true, "exec-b": true, "exec-c": false}, alive)
+}

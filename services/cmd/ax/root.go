@@ -17,7 +17,7 @@ func newRootCmd() *cobra.Command {
 	for _, s := range app.AllServices {
 		root.AddCommand(newServerCmd(string(s), "Run the "+string(s)+" service against an external NATS server", []app.Service{s}, false))
 	}
-	root.AddCommand(newMigrateCmd(), newTaskCmd(), newDLQCmd(), newTypeCmd())
+	root.AddCommand(newMigrateCmd(), newTaskCmd(), newDLQCmd(), newTypeCmd(), newNodesCmd())
 	return root
 }
 
@@ -39,6 +39,8 @@ func newServerCmd(name, short string, services []app.Service, embedded bool) *co
 				return err
 			}
 			cfg.Types = types
+			cfg.Executor.HeartbeatInterval = f.heartbeat
+			cfg.Reaper.HeartbeatInterval = f.heartbeat
 			return app.Run(cmd.Context(), cfg, services, logger)
 		},
 	}

@@ -189,6 +189,7 @@ func Run(ctx context.Context, cfg Config, services []Service, logger *slog.Logge
 			scfg := cfg.Submitter
 			scfg.Node = cfg.Node
 			sub := submitter.New(scfg, st.WithActor("submitter@"+cfg.Node), ids, clk, logger)
+			sub.ServeNodes(rdb, k, cfg.Executor.HeartbeatInterval)
 			sub.Routes(srv.Mux)
 			runners = append(runners, sub.Run)
 		case Timer:
@@ -198,6 +199,7 @@ func Run(ctx context.Context, cfg Config, services []Service, logger *slog.Logge
 		case Executor:
 			ecfg := cfg.Executor
 			ecfg.Node = cfg.Node
+			ecfg.Addr = srv.Addr()
 			types := cfg.Types
 			if types == nil {
 				types = executor.Builtins()

@@ -50,3 +50,8 @@ func (k Keys) Lock(taskID int64) string {
 func (k Keys) RunningSet(taskType string) string {
 	return k.Prefix + ":{type:" + taskType + "}:running"
 }
+
+// Nodes is the executor membership registry: a hash of node name to its
+// last heartbeat (JSON). Losing it is harmless: executors re-register on
+// their next heartbeat.
+func (k Keys) Nodes() string { return k.Prefix + ":nodes" }

@@ -163,3 +163,33 @@ func (s *Store) ReadyOfType(ctx context.Context, taskType string, afterID int64,
 	return s.dueRefs(ctx, `SELECT id, priority, next_run_time FROM tasks
 		WHERE status IN ('READY', 'RETRYING') AND task_type = ? AND id > ? ORDER BY id LIMIT ?`, taskType, afterID, limit)
 }
+
+// RunningOn returns the RUNNING tasks whose executor is one of executors.
+func (s *Store) RunningOn(ctx context.Context, executors []string, limit int) ([]RunningRef, error) {
+	if len(executors) == 0 {
+		return nil, nil
+	}
+	args := make([]any, 0, len(executors)+1)
+	for _, e := range executors {
+		args = append(args, e)
+	}
+	args = append(args, limit)
+	rows, err := s.db.QueryContext(ctx, `SELECT id, task_type, attempt, retry_count, max_retry_count,
+			COALESCE(executor_addr, ''), COALESCE(last_heartbeat_time, updated_at), FALSE
+		FROM tasks WHERE status = 'RUNNING' AND executor_addr IN (?`+strings.Repeat(", ?", len(executors)-1)+`)
+		ORDER BY id LIMIT ?`, args...)
+	if err != nil {
+		return nil, fmt.Errorf("query running tasks of %d executors: %w", len(executors), err)
+	}
+	defer rows.Close()
+	var out []RunningRef
+	for rows.Next() {
+		var r RunningRef
+		if err := rows.Scan(&r.ID, &r.Type, &r.Attempt, &r.RetryCount, &r.MaxRetries, &r.Executor,
+			&r.LastHeartbeat, &r.PastDeadline); err != nil {
+			return nil, fmt.Errorf("scan running task: %w", err)
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}

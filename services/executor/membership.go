@@ -1,0 +1,56 @@
+package executor
+
+import (
+	"context"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/axsched/ax/contracts"
+	"github.com/axsched/ax/services/internal/membership"
+)
+
+// Version is reported in heartbeats; set at build time with
+// -ldflags "-X github.com/axsched/ax/services/executor.Version=...".
+var Version = "dev"
+
+// beat registers this node with its running tasks every HeartbeatInterval
+// until ctx ends (intake stopped), then leaves the registry so a node that
+// is draining is never taken for dead.
+func (e *Executor) beat(ctx context.Context) {
+	started := e.clock.Now().UTC()
+	types := make([]string, 0, len(e.types))
+	capacity := 0
+	for name, p := range e.types {
+		types = append(types, name)
+		capacity += cap(p.slots)
+	}
+	sort.Strings(types)
+	t := time.NewTicker(e.cfg.HeartbeatInterval)
+	defer t.Stop()
+	for {
+		runs := e.snapshot()
+		running := make([]string, len(runs))
+		for i, r := range runs {
+			running[i] = strconv.FormatInt(r.task.ID, 10)
+		}
+		sort.Strings(running)
+		err := membership.Beat(ctx, e.rdb, e.keys.Nodes(), contracts.Node{
+			Name: e.cfg.Node, Addr: e.cfg.Addr, Version: Version, Types: types, Capacity: capacity,
+			Running: running, StartedAt: started, LastHeartbeat: e.clock.Now().UTC(),
+		})
+		if err != nil && ctx.Err() == nil {
+			e.logger.Warn("heartbeat failed", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			lctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			defer cancel()
+			if err := membership.Leave(lctx, e.rdb, e.keys.Nodes(), e.cfg.Node); err != nil {
+				e.logger.Warn("leave the registry failed; the node will look dead", "err", err)
+			}
+			return
+		case <-t.C:
+		}
+	}
+}

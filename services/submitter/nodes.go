@@ -1,0 +1,57 @@
+package submitter
+
+import (
+	"net/http"
+	"slices"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/axsched/ax/contracts"
+	"github.com/axsched/ax/services/internal/keys"
+	"github.com/axsched/ax/services/internal/membership"
+	"github.com/axsched/ax/services/internal/ring"
+)
+
+// registry is where GET /v1/nodes reads executor membership.
+type registry struct {
+	rdb       redis.UniversalClient
+	keys      keys.Keys
+	heartbeat time.Duration
+}
+
+// ServeNodes lets the submitter answer GET /v1/nodes from the membership
+// registry; without it the route answers 503.
+func (s *Submitter) ServeNodes(rdb redis.UniversalClient, k keys.Keys, heartbeat time.Duration) {
+	if heartbeat <= 0 {
+		heartbeat = membership.IntervalDefault
+	}
+	s.nodes = &registry{rdb: rdb, keys: k, heartbeat: heartbeat}
+}
+
+func (s *Submitter) nodeRoutes(mux *http.ServeMux) {
+	mux.HandleFunc("GET /v1/nodes", s.handleNodes)
+}
+
+func (s *Submitter) handleNodes(w http.ResponseWriter, r *http.Request) {
+	if s.nodes == nil {
+		writeProblem(w, http.StatusServiceUnavailable, contracts.CodeUnavailable, "this submitter has no membership registry")
+		return
+	}
+	nodes, err := membership.List(r.Context(), s.nodes.rdb, s.nodes.keys.Nodes(), s.clock.Now(), membership.DeadAfter(s.nodes.heartbeat))
+	if err != nil {
+		s.internal(w, "list nodes", err)
+		return
+	}
+	rg := ring.New(ring.Config{})
+	for _, n := range nodes {
+		if n.Alive {
+			rg.Add(n.Name)
+		}
+	}
+	owned := rg.Assignments()
+	for i := range nodes {
+		nodes[i].Shards = slices.Clone(owned[nodes[i].Name])
+	}
+	writeJSON(w, http.StatusOK, contracts.NodeList{Nodes: nodes, ShardCount: rg.Shards()})
+}
