@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"strings"
 	"time"
@@ -99,17 +100,7 @@ func (s *Store) SilentRunning(ctx context.Context, silence, grace time.Duration,
 	if err != nil {
 		return nil, fmt.Errorf("query silent running tasks: %w", err)
 	}
-	defer rows.Close()
-	var out []RunningRef
-	for rows.Next() {
-		var r RunningRef
-		if err := rows.Scan(&r.ID, &r.Type, &r.Attempt, &r.RetryCount, &r.MaxRetries, &r.Executor,
-			&r.LastHeartbeat, &r.PastDeadline); err != nil {
-			return nil, fmt.Errorf("scan running task: %w", err)
-		}
-		out = append(out, r)
-	}
-	return out, rows.Err()
+	return scanRunning(rows)
 }
 
 // AttemptRef names one attempt of a task.
@@ -181,6 +172,11 @@ func (s *Store) RunningOn(ctx context.Context, executors []string, limit int) ([
 	if err != nil {
 		return nil, fmt.Errorf("query running tasks of %d executors: %w", len(executors), err)
 	}
+	return scanRunning(rows)
+}
+
+// scanRunning reads the rows of SilentRunning and RunningOn.
+func scanRunning(rows *sql.Rows) ([]RunningRef, error) {
 	defer rows.Close()
 	var out []RunningRef
 	for rows.Next() {
