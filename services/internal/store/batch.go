@@ -297,12 +297,13 @@ func recordMany(ctx context.Context, tx *sql.Tx, recs []transferRecord) ([]strin
 		payload, err := json.Marshal(events.TaskTransferred{
 			EventID: eventID, TaskID: r.taskID, Type: r.taskType, From: r.from, To: r.to,
 			Attempt: r.attempt, Priority: r.priority, NextRunTimeMs: r.nextRunTimeMs,
-			Reason: reason, Actor: r.actor, At: r.at,
+			Reason: reason, Actor: truncate(r.actor, 255), At: r.at,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("encode event of task %d: %w", r.taskID, err)
 		}
-		history[i] = []any{r.taskID, string(r.from), string(r.to), r.attempt, reason, r.actor, eventID, r.at}
+		actor := truncate(r.actor, 255) // the column's width; actors can carry a caller-given name
+		history[i] = []any{r.taskID, string(r.from), string(r.to), r.attempt, reason, actor, eventID, r.at}
 		subject := r.subject
 		if subject == "" {
 			subject = events.TaskEventSubject(r.to)

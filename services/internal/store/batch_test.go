@@ -207,14 +207,13 @@ func TestCreateTasksFailureWritesNothing(t *testing.T) {
 	st, _ := testenv.Store(t)
 	ctx := context.Background()
 
-	// The last item's actor does not fit task_history.actor, so the
-	// transaction fails after the task rows and the first chunk of history
-	// rows were written.
+	// The last item's type does not fit tasks.task_type, so the transaction
+	// fails after the first chunk of task rows was written.
 	nts := make([]store.NewTask, 700)
 	for i := range nts {
 		nts[i] = batchTask(fmt.Sprintf("k%d", i))
 	}
-	nts[len(nts)-1].Actor = strings.Repeat("x", 300)
+	nts[len(nts)-1].Type = strings.Repeat("x", 300)
 	_, err := st.CreateTasks(ctx, nts)
 	require.Error(t, err)
 	require.Equal(t, [3]int{}, tableCounts(t, st))

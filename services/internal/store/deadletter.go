@@ -145,7 +145,7 @@ func (s *Store) RetryDeadLetter(ctx context.Context, id int64, actor string, due
 			return err
 		}
 		now := s.now().UTC()
-		if _, err := tx.ExecContext(ctx, `UPDATE dead_letters SET retried_at = ?, retried_by = ? WHERE id = ?`, now, actor, id); err != nil {
+		if _, err := tx.ExecContext(ctx, `UPDATE dead_letters SET retried_at = ?, retried_by = ? WHERE id = ?`, now, truncate(actor, 255), id); err != nil {
 			return fmt.Errorf("mark dead letter %d re-run: %w", id, err)
 		}
 		d.RetriedAt, d.RetriedBy = &now, actor

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -177,4 +178,17 @@ func TestHistoryOfUnknownTaskIsNotFound(t *testing.T) {
 	require.ErrorIs(t, err, store.ErrNotFound)
 	_, err = st.GetTask(context.Background(), 42)
 	require.ErrorIs(t, err, store.ErrNotFound)
+}
+
+func TestLongActorIsTruncatedNotRefused(t *testing.T) {
+	st, _ := testenv.Store(t)
+	task := newTask(t, st, nil)
+	long := strings.Repeat("operator-", 40) // 360 bytes; the column holds 255
+	_, err := st.Transfer(context.Background(), store.TransferParams{TaskID: task.ID, From: contracts.StatusReady,
+		To: contracts.StatusCancelled, Reason: "x", Actor: long})
+	require.NoError(t, err)
+	h, err := st.History(context.Background(), task.ID)
+	require.NoError(t, err)
+	require.Len(t, h[1].Actor, 255)
+	require.True(t, strings.HasPrefix(long, strings.TrimSuffix(h[1].Actor, "...")))
 }
