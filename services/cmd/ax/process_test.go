@@ -229,17 +229,18 @@ func TestFiveProcessesRunTasks(t *testing.T) {
 
 func TestKilledExecutorsTasksRunElsewhere(t *testing.T) {
 	c := newCluster(t)
-	fast := []string{"--lock-ttl", "2s", "--renew-interval", "500ms"}
+	fast := []string{"--lock-ttl", "2s", "--renew-interval", "500ms", "--heartbeat-interval", "30s"}
 	c.service(t, "submitter", "sub-1")
 	c.service(t, "timer", "timer-1")
 	c.service(t, "dispatcher", "disp-1")
-	c.service(t, "reaper", "reaper-1", "--reap-interval", "500ms", "--reap-silence", "2s")
+	c.service(t, "reaper", "reaper-1", "--reap-interval", "500ms", "--reap-silence", "2s", "--heartbeat-interval", "30s")
 	victim := c.service(t, "executor", "exec-a", fast...)
 
 	const n = 20
-	// The lease is never shorter than the timeout (+1 s): 5 s here, so the
-	// dead executor's leases lapse about 6 s after their claims.
-	ids := c.submit(t, n, contracts.SubmitRequest{Type: "ax.sleep", Timeout: "5s", Payload: []byte(`{"ms":4000}`)})
+	// The lease is never shorter than the timeout (+1 s): 9 s here. The
+	// membership heartbeat is slowed down so that this test exercises the
+	// lease path; the dead-node path has its own test.
+	ids := c.submit(t, n, contracts.SubmitRequest{Type: "ax.sleep", Timeout: "8s", Payload: []byte(`{"ms":6000}`)})
 	testenv.Eventually(t, 30*time.Second, "all tasks RUNNING on exec-a", func() bool {
 		return c.count(t, "status = 'RUNNING' AND executor_addr = 'exec-a'") == n
 	})
@@ -427,10 +428,12 @@ func TestDeadNodeRecoveredByMembership(t *testing.T) {
 	testenv.Eventually(t, 60*time.Second, "every task claimed", func() bool {
 		return c.count(t, "status IN ('RUNNING', 'SUCCESS')") == n
 	})
-	victims := c.count(t, "status = 'RUNNING' AND executor_addr = 'exec-c'")
-	require.Positive(t, victims)
 	execs["exec-c"].kill9(t)
 	killed := time.Now()
+	// Counted after the kill: a dead process finishes nothing more, and the
+	// reaper needs three missed heartbeats before it moves anything.
+	victims := c.count(t, "status = 'RUNNING' AND executor_addr = 'exec-c'")
+	require.Positive(t, victims)
 
 	testenv.Eventually(t, 90*time.Second, "all tasks SUCCESS", func() bool {
 		return c.count(t, "status = 'SUCCESS'") == n
