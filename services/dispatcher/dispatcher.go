@@ -18,7 +18,6 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/ThreeDotsLabs/watermill/message"
@@ -46,7 +45,7 @@ type Config struct {
 
 // Dispatcher is the dispatcher service.
 type Dispatcher struct {
-	types  typeCache
+	types  *store.TypeCache
 	cfg    Config
 	store  *store.Store
 	conn   *bus.Conn
@@ -59,7 +58,8 @@ func New(cfg Config, st *store.Store, conn *bus.Conn, clk clock.Clock, logger *s
 	if cfg.Consumers <= 0 {
 		cfg.Consumers = ConsumersDefault
 	}
-	return &Dispatcher{cfg: cfg, store: st, conn: conn, clock: clk, logger: logger.With("service", "dispatcher")}
+	// A pause or resume reaches dispatch within a second.
+	return &Dispatcher{types: store.NewTypeCache(st, time.Second), cfg: cfg, store: st, conn: conn, clock: clk, logger: logger.With("service", "dispatcher")}
 }
 
 // Run consumes due commands until ctx ends.
@@ -162,36 +162,14 @@ func (d *Dispatcher) Dispatch(ctx context.Context, taskID int64, lane contracts.
 	return d.store.MarkDispatched(ctx, task.ID, task.Attempt)
 }
 
-// typeCacheTTL bounds how long a pause or resume takes to reach dispatch.
-const typeCacheTTL = time.Second
-
-type typeCache struct {
-	mu     sync.Mutex
-	paused map[string]cachedFlag
-}
-
-type cachedFlag struct {
-	v  bool
-	at time.Time
-}
-
-// paused reports whether a type is paused, from a cache refreshed every
-// second; when the type cannot be read it is treated as not paused (the
-// executor claim still re-checks the task).
+// paused reports whether a type is paused (cached for a second); when the
+// type cannot be read it is treated as not paused (the executor's claim
+// still re-checks the task).
 func (d *Dispatcher) paused(ctx context.Context, taskType string) bool {
-	d.types.mu.Lock()
-	defer d.types.mu.Unlock()
-	if c, ok := d.types.paused[taskType]; ok && time.Since(c.at) < typeCacheTTL {
-		return c.v
-	}
-	t, err := d.store.GetType(ctx, taskType)
+	t, err := d.types.Get(ctx, taskType)
 	if err != nil {
 		d.logger.Warn("cannot read task type; dispatching", "type", taskType, "err", err)
 		return false
 	}
-	if d.types.paused == nil {
-		d.types.paused = map[string]cachedFlag{}
-	}
-	d.types.paused[taskType] = cachedFlag{v: t.Paused, at: time.Now()}
 	return t.Paused
 }

@@ -66,7 +66,7 @@ const (
 	// requeueDelay (plus up to as much again, at random) is how long a task
 	// handed back by a full pool waits before it is dispatched again.
 	requeueDelay = 250 * time.Millisecond
-	// typeCacheTTL bounds how stale a type's settings (limit, pause) may be.
+	// typeCacheTTL bounds how stale a type's settings (limit, policy) may be.
 	typeCacheTTL = 2 * time.Second
 )
 
@@ -132,6 +132,8 @@ type Executor struct {
 	clock  clock.Clock
 	logger *slog.Logger
 	types  map[string]*pool
+	// typeSettings caches the stored settings of the served types.
+	typeSettings *store.TypeCache
 	// runBase parents every handler context; it outlives the intake so
 	// running tasks can finish during shutdown.
 	runBase context.Context
@@ -144,10 +146,6 @@ type Executor struct {
 type pool struct {
 	spec  TypeSpec
 	slots chan struct{}
-
-	mu       sync.Mutex
-	settings *store.TaskType
-	loadedAt time.Time
 }
 
 // New builds an executor serving types.
@@ -161,7 +159,8 @@ func New(cfg Config, st *store.Store, rdb redis.UniversalClient, k keys.Keys, co
 	}
 	e := &Executor{cfg: cfg, store: st, rdb: rdb, keys: k, conn: conn, clock: clk,
 		logger: logger.With("service", "executor", "node", cfg.Node),
-		types:  map[string]*pool{}, running: map[int64]*run{}}
+		types:  map[string]*pool{}, running: map[int64]*run{},
+		typeSettings: store.NewTypeCache(st, typeCacheTTL)}
 	for _, ts := range types {
 		if err := contracts.ValidateTypeName(ts.Name); err != nil {
 			return nil, err
@@ -270,22 +269,13 @@ func (e *Executor) runningCount() int {
 	return len(e.running)
 }
 
-// settings returns the type's stored settings, refreshed every few seconds
-// so limits and pauses set through the API take effect without a restart.
+// settings returns the type's stored settings, at most typeCacheTTL old,
+// so limits and policies set through the API take effect without a
+// restart. When the type cannot be read, the declared defaults apply.
 func (e *Executor) settings(ctx context.Context, p *pool) *store.TaskType {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.settings != nil && time.Since(p.loadedAt) < typeCacheTTL {
-		return p.settings
-	}
-	t, err := e.store.GetType(ctx, p.spec.Name)
+	t, err := e.typeSettings.Get(ctx, p.spec.Name)
 	if err != nil {
-		if p.settings == nil {
-			// Fall back to the declared defaults; retry on the next call.
-			return &store.TaskType{Name: p.spec.Name, TimeoutMs: p.spec.Timeout.Milliseconds(), MaxRetries: p.spec.MaxRetries}
-		}
-		return p.settings
+		return &store.TaskType{Name: p.spec.Name, TimeoutMs: p.spec.Timeout.Milliseconds(), MaxRetries: p.spec.MaxRetries}
 	}
-	p.settings, p.loadedAt = t, time.Now()
 	return t
 }

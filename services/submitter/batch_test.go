@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -160,27 +159,7 @@ func TestBatchRefusedAsAWholeWritesNothing(t *testing.T) {
 }
 
 func TestBatchOverTheBodyLimitIsRefused(t *testing.T) {
-	f := newFixture(t)
-	// Declared length over the limit: refused without reading at all.
-	body := &countingReader{}
-	req := httptest.NewRequest(http.MethodPost, "/v1/tasks:batch", io.LimitReader(body, 17<<20))
-	req.ContentLength = 17 << 20
-	rec := httptest.NewRecorder()
-	f.mux.ServeHTTP(rec, req)
-	require.Equal(t, http.StatusRequestEntityTooLarge, rec.Code)
-	require.Zero(t, body.n)
-
-	// Unknown length: reading stops at the limit.
-	body = &countingReader{}
-	req = httptest.NewRequest(http.MethodPost, "/v1/tasks:batch",
-		io.MultiReader(strings.NewReader(`{"tasks":[{"type":"ax.noop","payload":"`), io.LimitReader(body, 32<<20)))
-	req.ContentLength = -1
-	rec = httptest.NewRecorder()
-	f.mux.ServeHTTP(rec, req)
-	require.Equal(t, http.StatusRequestEntityTooLarge, rec.Code)
-	require.Equal(t, contracts.CodePayloadTooLarge, problemOf(t, rec).Code)
-	require.LessOrEqual(t, body.n, int64(17<<20))
-	require.Equal(t, [3]int{}, f.rowCounts(t))
+	requireOversizedRefused(t, newFixture(t), "/v1/tasks:batch", `{"tasks":[{"type":"ax.noop","payload":"`, 32<<20, 17<<20)
 }
 
 func TestBatchOfMaxSizeThroughClient(t *testing.T) {

@@ -46,7 +46,7 @@ type Config struct {
 
 // Submitter serves the task API.
 type Submitter struct {
-	types  typeCache
+	types  *store.TypeCache
 	nodes  *registry
 	cfg    Config
 	store  *store.Store
@@ -63,7 +63,8 @@ func New(cfg Config, st *store.Store, ids *idgen.Generator, clk clock.Clock, log
 	if cfg.MaxHorizon <= 0 {
 		cfg.MaxHorizon = MaxHorizonDefault
 	}
-	return &Submitter{cfg: cfg, store: st, ids: ids, clock: clk, logger: logger.With("service", "submitter")}
+	// A changed type default reaches new submissions within a second.
+	return &Submitter{types: store.NewTypeCache(st, time.Second), cfg: cfg, store: st, ids: ids, clock: clk, logger: logger.With("service", "submitter")}
 }
 
 // Routes mounts the API on mux.
@@ -190,7 +191,7 @@ func (s *Submitter) validate(ctx context.Context, req *contracts.SubmitRequest) 
 			return bad(contracts.CodeInvalidArgument, "timeout %q must be a positive duration up to %s", req.Timeout, MaxTimeoutDefault)
 		}
 	}
-	tt, err := s.taskType(ctx, req.Type)
+	tt, err := s.types.Get(ctx, req.Type)
 	if errors.Is(err, store.ErrNotFound) {
 		return bad(contracts.CodeUnknownType, "task type %q is not registered: start an executor that serves it", req.Type)
 	}

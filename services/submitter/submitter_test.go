@@ -122,26 +122,33 @@ func (c *countingReader) Read(p []byte) (int, error) {
 	return len(p), nil
 }
 
-func TestOversizedBodyIsRejectedBeforeReadingIt(t *testing.T) {
-	f := newFixture(t)
-	// Declared length over the limit: refused without reading at all.
+// requireOversizedRefused posts a huge body to path twice: with a declared
+// length over the limit (refused before a byte is read) and with an unknown
+// length after prefix (reading stops once maxRead bytes are consumed). It
+// checks that nothing was written.
+func requireOversizedRefused(t *testing.T, f *fixture, path, prefix string, huge, maxRead int64) {
+	t.Helper()
 	body := &countingReader{}
-	req := httptest.NewRequest(http.MethodPost, "/v1/tasks", io.LimitReader(body, 10<<20))
-	req.ContentLength = 10 << 20
+	req := httptest.NewRequest(http.MethodPost, path, io.LimitReader(body, huge))
+	req.ContentLength = huge
 	rec := httptest.NewRecorder()
 	f.mux.ServeHTTP(rec, req)
 	require.Equal(t, http.StatusRequestEntityTooLarge, rec.Code)
-	require.Zero(t, body.n)
+	require.Zero(t, body.n, "a declared oversized body must not be read")
 
-	// Unknown length (chunked): reading stops at the limit.
 	body = &countingReader{}
-	req = httptest.NewRequest(http.MethodPost, "/v1/tasks", io.MultiReader(strings.NewReader(`{"type":"ax.noop","payload":"`), io.LimitReader(body, 10<<20)))
+	req = httptest.NewRequest(http.MethodPost, path, io.MultiReader(strings.NewReader(prefix), io.LimitReader(body, huge)))
 	req.ContentLength = -1
 	rec = httptest.NewRecorder()
 	f.mux.ServeHTTP(rec, req)
 	require.Equal(t, http.StatusRequestEntityTooLarge, rec.Code)
-	require.Less(t, body.n, int64(64<<10), "read %d bytes of a 10 MiB body", body.n)
+	require.Equal(t, contracts.CodePayloadTooLarge, problemOf(t, rec).Code)
+	require.LessOrEqual(t, body.n, maxRead, "read %d bytes of a %d-byte body", body.n, huge)
 	require.Equal(t, [3]int{}, f.rowCounts(t))
+}
+
+func TestOversizedBodyIsRejectedBeforeReadingIt(t *testing.T) {
+	requireOversizedRefused(t, newFixture(t), "/v1/tasks", `{"type":"ax.noop","payload":"`, 10<<20, 64<<10)
 }
 
 func TestUnknownTaskIsNotFound(t *testing.T) {

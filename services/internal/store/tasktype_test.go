@@ -208,3 +208,23 @@ func TestTaskTypeAPIFillsEveryField(t *testing.T) {
 		Concurrency: 8, BackoffBase: "1.5s", BackoffCap: "10m0s", FailSilently: true, Paused: true, UpdatedAt: at,
 	}, tt.API())
 }
+
+func TestTypeCacheServesFreshThenReloads(t *testing.T) {
+	st, _ := testenv.Store(t)
+	ctx := context.Background()
+	registerType(t, st, "sms.send")
+	c := store.NewTypeCache(st, 200*time.Millisecond)
+	first, err := c.Get(ctx, "sms.send")
+	require.NoError(t, err)
+	_, err = st.UpdateType(ctx, "sms.send", "test", func(tt *store.TaskType) error { tt.Paused = true; return nil })
+	require.NoError(t, err)
+	cached, err := c.Get(ctx, "sms.send")
+	require.NoError(t, err)
+	require.Equal(t, first.Paused, cached.Paused, "within the TTL the cached settings are served")
+	time.Sleep(250 * time.Millisecond)
+	fresh, err := c.Get(ctx, "sms.send")
+	require.NoError(t, err)
+	require.True(t, fresh.Paused, "after the TTL the change is seen")
+	_, err = c.Get(ctx, "no.such")
+	require.ErrorIs(t, err, store.ErrNotFound)
+}
