@@ -1,11 +1,12 @@
 // Package dispatcher turns due commands into work for executors.
 //
-// "Redis suggests, the database decides": for every TaskDue command it
-// re-reads the task in MySQL and passes it on only if it is still READY and
-// due by the scheduler clock; everything else is dropped and counted. A
-// passing task is published on its type's executor subject with the attempt
-// it has now, so only a claim against that attempt can succeed, and is
-// marked dispatched so the timer's reconciler leaves it alone.
+// "Redis suggests, the database decides": it takes due commands in batches,
+// re-reads their tasks in MySQL in one query and passes on only those still
+// READY (or RETRYING with their backoff elapsed) and due by the scheduler
+// clock; everything else is dropped and counted. A passing task is
+// published on its type's executor subject with the attempt it has now, so
+// only a claim against that attempt can succeed, and the batch is marked
+// dispatched in one statement so the timer's reconciler leaves it alone.
 //
 // Replicas: any number may run; they share one durable consumer, and a
 // duplicate dispatch is absorbed by the executor's lock and attempt check.
@@ -14,13 +15,12 @@ package dispatcher
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"strconv"
 	"time"
 
-	"github.com/ThreeDotsLabs/watermill/message"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/axsched/ax/contracts"
 	"github.com/axsched/ax/events"
@@ -62,111 +62,204 @@ func New(cfg Config, st *store.Store, conn *bus.Conn, clk clock.Clock, logger *s
 	return &Dispatcher{types: store.NewTypeCache(st, time.Second), cfg: cfg, store: st, conn: conn, clock: clk, logger: logger.With("service", "dispatcher")}
 }
 
+// dueBatch bounds how many due commands one pass checks and hands on.
+const dueBatch = 512
+
 // Run consumes due commands until ctx ends.
 func (d *Dispatcher) Run(ctx context.Context) error {
-	router, err := bus.NewRouter(d.logger)
-	if err != nil {
-		return err
-	}
-	err = bus.AddConsumer(router, d.conn.URL, bus.ConsumerSpec{
+	return bus.ConsumeBatches(ctx, d.conn.JS, bus.ConsumerSpec{
 		Name: events.ConsumerDispatcher, Stream: events.StreamWork,
 		Subject: events.SubjectDue, Parallel: d.cfg.Consumers,
-	}, d.logger, d.handleDue)
+	}, dueBatch, d.logger, d.handleDue)
+}
+
+func (d *Dispatcher) handleDue(ctx context.Context, msgs []jetstream.Msg) error {
+	dues := make([]events.TaskDue, 0, len(msgs))
+	for _, m := range msgs {
+		var due events.TaskDue
+		if err := events.Decode(m.Data(), &due); err != nil {
+			d.logger.Error("dropping undecodable due command", "err", err)
+			metrics.DispatchSkipped.WithLabelValues("undecodable").Inc()
+			continue
+		}
+		dues = append(dues, due)
+	}
+	return d.DispatchBatch(ctx, dues)
+}
+
+// DispatchBatch re-checks the tasks of due commands in one query and hands
+// those that are READY (or RETRYING with their backoff elapsed), due and
+// of a type that is not paused to the executors of their type, on the lane
+// each was popped from (empty means the task's own). Everything else is
+// dropped and counted. One query, at most one transaction, one batch of
+// publishes and one bookkeeping statement serve the whole batch.
+func (d *Dispatcher) DispatchBatch(ctx context.Context, dues []events.TaskDue) error {
+	if len(dues) == 0 {
+		return nil
+	}
+	ids := make([]int64, len(dues))
+	for i, due := range dues {
+		ids[i] = due.TaskID
+	}
+	tasks, err := d.store.GetTasks(ctx, ids)
 	if err != nil {
 		return err
 	}
-	return router.Run(ctx)
-}
-
-func (d *Dispatcher) handleDue(msg *message.Message) error {
-	var due events.TaskDue
-	if err := events.Decode(msg.Payload, &due); err != nil {
-		d.logger.Error("dropping undecodable due command", "err", err)
-		metrics.DispatchSkipped.WithLabelValues("undecodable").Inc()
-		return nil
-	}
-	return d.Dispatch(msg.Context(), due.TaskID, due.Priority)
-}
-
-// Dispatch re-checks one task and, if it is READY, due and its type is not
-// paused, hands it to the executors of its type on the given lane (the lane
-// it was popped from; empty means the task's own).
-func (d *Dispatcher) Dispatch(ctx context.Context, taskID int64, lane contracts.Priority) error {
-	task, err := d.store.GetTask(ctx, taskID)
-	if errors.Is(err, store.ErrNotFound) {
-		metrics.DispatchSkipped.WithLabelValues("not_found").Inc()
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	if task.Status != contracts.StatusReady && task.Status != contracts.StatusRetrying {
-		metrics.DispatchSkipped.WithLabelValues("not_ready").Inc()
-		return nil
-	}
-	if early := time.Duration(task.NextRunTimeMs-d.clock.Now().UnixMilli()) * time.Millisecond; early > 0 {
+	now := d.clock.Now().UnixMilli()
+	var (
+		now0, later []*handOff
+		retrying    [][]store.TransferParams
+		seen        = map[int64]bool{}
+		paused      = map[string]bool{} // per batch: a paused type is read once
+	)
+	for _, due := range dues {
+		task := tasks[due.TaskID]
+		switch {
+		case task == nil:
+			metrics.DispatchSkipped.WithLabelValues("not_found").Inc()
+			continue
+		case seen[task.ID]:
+			metrics.DispatchSkipped.WithLabelValues("duplicate").Inc()
+			continue
+		case task.Status != contracts.StatusReady && task.Status != contracts.StatusRetrying:
+			metrics.DispatchSkipped.WithLabelValues("not_ready").Inc()
+			continue
+		}
+		seen[task.ID] = true
+		early := time.Duration(task.NextRunTimeMs-now) * time.Millisecond
 		if early > dueTolerance {
 			// Rescheduled since it was indexed; its READY event re-indexes it.
 			metrics.DispatchSkipped.WithLabelValues("not_due").Inc()
-			d.logger.Debug("task not due yet", "task_id", taskID, "due_in", early)
-			return nil
+			d.logger.Debug("task not due yet", "task_id", task.ID, "due_in", early)
+			continue
 		}
-		// The timer popped it by Redis TIME; our estimate of that clock
-		// lags by a hair. Wait rather than start early.
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(early):
+		p, known := paused[task.Type]
+		if !known {
+			p = d.paused(ctx, task.Type)
+			paused[task.Type] = p
+		}
+		if p {
+			// It stays READY and undispatched; resuming the type re-indexes it.
+			metrics.DispatchSkipped.WithLabelValues("paused").Inc()
+			continue
+		}
+		lane := due.Priority
+		if lane.Rank() < 0 {
+			lane = task.Priority
+		}
+		h := &handOff{task: task, lane: lane}
+		if task.Status == contracts.StatusRetrying {
+			// Its backoff has elapsed: it becomes READY (fenced, so a racing
+			// dispatcher replica or a cancel wins cleanly) and goes on at once.
+			attempt := task.Attempt
+			retrying = append(retrying, []store.TransferParams{{
+				TaskID: task.ID, From: contracts.StatusRetrying, To: contracts.StatusReady, Attempt: &attempt,
+				Reason: fmt.Sprintf("backoff elapsed; retry %d of %d", task.RetryCount, task.MaxRetries),
+			}})
+			h.retrying = len(retrying)
+		}
+		if early > 0 {
+			// The timer popped it by Redis TIME; our estimate of that clock
+			// lags by a hair. Wait rather than start early.
+			h.early = early
+			later = append(later, h)
+		} else {
+			now0 = append(now0, h)
 		}
 	}
-	if d.paused(ctx, task.Type) {
-		// It stays READY and undispatched; resuming the type re-indexes it.
-		metrics.DispatchSkipped.WithLabelValues("paused").Inc()
-		return nil
-	}
-	if lane.Rank() < 0 {
-		lane = task.Priority
-	}
-	if task.Status == contracts.StatusRetrying {
-		// Its backoff has elapsed: it becomes READY (fenced, so a racing
-		// dispatcher replica or a cancel wins cleanly) and goes on at once.
-		attempt := task.Attempt
-		_, err := d.store.Transfer(ctx, store.TransferParams{
-			TaskID: task.ID, From: contracts.StatusRetrying, To: contracts.StatusReady, Attempt: &attempt,
-			Reason: fmt.Sprintf("backoff elapsed; retry %d of %d", task.RetryCount, task.MaxRetries),
-		})
-		if errors.Is(err, store.ErrConflict) {
-			metrics.DispatchSkipped.WithLabelValues("not_ready").Inc()
-			return nil
-		}
+	if len(retrying) > 0 {
+		out, err := d.store.TransferBatch(ctx, retrying)
 		if err != nil {
 			return err
 		}
+		keep := func(hs []*handOff) []*handOff {
+			kept := hs[:0]
+			for _, h := range hs {
+				if h.retrying > 0 && out[h.retrying-1].Err != nil {
+					metrics.DispatchSkipped.WithLabelValues("not_ready").Inc()
+					continue
+				}
+				kept = append(kept, h)
+			}
+			return kept
+		}
+		now0, later = keep(now0), keep(later)
 	}
-	data, err := json.Marshal(events.TaskDispatched{
-		TaskID: task.ID, Type: task.Type, Attempt: task.Attempt, Payload: task.Payload,
-		TimeoutMs: task.TimeoutMs, NextRunTimeMs: task.NextRunTimeMs,
-		RetryCount: task.RetryCount, MaxRetries: task.MaxRetries,
-	})
-	if err != nil {
-		return fmt.Errorf("encode dispatch of task %d: %w", taskID, err)
+	if err := d.handOff(ctx, now0); err != nil {
+		return err
 	}
-	err = bus.PublishBatch(ctx, d.conn.JS, []bus.Msg{{
-		Subject: events.ExecSubject(task.Type, lane), EventType: events.TypeTaskDispatched,
-		CorrelationID: strconv.FormatInt(task.ID, 10), Data: data,
-	}})
-	if err != nil {
-		return fmt.Errorf("dispatch task %d: %w", taskID, err)
+	if len(later) > 0 {
+		wait := time.Duration(0)
+		for _, h := range later {
+			wait = max(wait, h.early)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(wait):
+		}
 	}
-	metrics.Dispatched.WithLabelValues(task.Type).Inc()
-	return d.store.MarkDispatched(ctx, task.ID, task.Attempt)
+	return d.handOff(ctx, later)
 }
 
-// paused reports whether a type is paused (cached for a second); when the
-// type cannot be read it is treated as not paused (the executor's claim
-// still re-checks the task).
+// handOff is one task passing the dispatcher's checks.
+type handOff struct {
+	task *store.Task
+	lane contracts.Priority
+	// retrying is 1 + the index of its RETRYING -> READY chain, or 0.
+	retrying int
+	early    time.Duration
+}
+
+// handOff publishes the tasks to their executors' subjects, awaiting every
+// acknowledgement, then marks them dispatched.
+func (d *Dispatcher) handOff(ctx context.Context, hs []*handOff) error {
+	if len(hs) == 0 {
+		return nil
+	}
+	msgs := make([]bus.Msg, len(hs))
+	refs := make([]store.AttemptRef, len(hs))
+	for i, h := range hs {
+		task := h.task
+		data, err := json.Marshal(events.TaskDispatched{
+			TaskID: task.ID, Type: task.Type, Attempt: task.Attempt, Payload: task.Payload,
+			TimeoutMs: task.TimeoutMs, NextRunTimeMs: task.NextRunTimeMs,
+			RetryCount: task.RetryCount, MaxRetries: task.MaxRetries,
+		})
+		if err != nil {
+			return fmt.Errorf("encode dispatch of task %d: %w", task.ID, err)
+		}
+		msgs[i] = bus.Msg{Subject: events.ExecSubject(task.Type, h.lane), EventType: events.TypeTaskDispatched,
+			CorrelationID: strconv.FormatInt(task.ID, 10), Data: data}
+		refs[i] = store.AttemptRef{ID: task.ID, Attempt: task.Attempt}
+	}
+	if err := bus.PublishBatch(ctx, d.conn.JS, msgs); err != nil {
+		return fmt.Errorf("dispatch %d task(s): %w", len(msgs), err)
+	}
+	for _, h := range hs {
+		metrics.Dispatched.WithLabelValues(h.task.Type).Inc()
+	}
+	return d.store.MarkDispatched(ctx, refs)
+}
+
+// paused reports whether a type is paused: "running" is believed from a
+// cache at most a second old, "paused" is confirmed in MySQL. When the type
+// cannot be read it is treated as not paused (the executor's claim still
+// re-checks the task).
 func (d *Dispatcher) paused(ctx context.Context, taskType string) bool {
 	t, err := d.types.Get(ctx, taskType)
+	if err != nil {
+		d.logger.Warn("cannot read task type; dispatching", "type", taskType, "err", err)
+		return false
+	}
+	if !t.Paused {
+		return false
+	}
+	// A cached "paused" may be up to a second stale, and a resume
+	// re-indexes the type's tasks at once: trusting the cache would drop
+	// them again and leave them to the reconciler. Pauses are rare, so the
+	// truth is read.
+	t, err = d.store.GetType(ctx, taskType)
 	if err != nil {
 		d.logger.Warn("cannot read task type; dispatching", "type", taskType, "err", err)
 		return false

@@ -2,8 +2,9 @@
 //
 // Intake: every task type has three lanes (high, normal, low), each a
 // durable JetStream pull consumer shared by all executors of the type. A
-// fetcher takes a slot of the type's bounded pool, then looks at the head of
-// each lane and takes the highest lane's task; a task that has waited past
+// fetcher takes the free slots of the type's bounded pool, then as many
+// tasks, each time the front of the highest lane, and claims them together
+// (leases in one Redis pipeline, transfers in one transaction); a task that has waited past
 // its due time by more than AgingAfter counts one lane higher per AgingAfter
 // elapsed, so a flood of high-priority work delays low work but never starves
 // it. When every lane is empty the fetcher sleeps on a core-NATS doorbell
@@ -22,7 +23,8 @@
 // value, refreshes the tasks' heartbeats in one statement, and cancels a
 // handler whose lease was lost or whose task was cancelled. The outcome is
 // recorded with a transfer fenced by the attempt, so an executor whose lease
-// was taken over cannot overwrite the newer attempt.
+// was taken over cannot overwrite the newer attempt; one writer records the
+// outcomes that finished meanwhile in one transaction.
 //
 // Shutdown: intake stops first, running handlers get ShutdownTimeout to
 // finish, then they are cancelled and their tasks returned to READY.
@@ -87,9 +89,10 @@ type Config struct {
 	RenewInterval time.Duration
 	// ShutdownTimeout bounds how long running handlers may finish on stop.
 	ShutdownTimeout time.Duration
-	// Fetchers is how many tasks per type are claimed at once. With one
-	// fetcher tasks start in strict lane order; with N, at most N-1 tasks
-	// of a lower lane can start before the last of a higher lane.
+	// Fetchers is how many claim loops run per type, each claiming a batch
+	// of up to the pool's free slots at once. With one fetcher tasks start
+	// in strict lane order; with N, the other fetchers' batches may hold
+	// lower-lane tasks while the last of a higher lane are claimed.
 	Fetchers int
 	// AgingAfter is how long past its due time a task waits before it
 	// counts one lane higher.
@@ -141,6 +144,8 @@ type Executor struct {
 	mu      sync.Mutex
 	running map[int64]*run
 	wg      sync.WaitGroup
+	// outcomes feeds the writer that records finished runs in batches.
+	outcomes chan outcome
 }
 
 type pool struct {
@@ -211,6 +216,11 @@ func (e *Executor) Run(ctx context.Context) error {
 	runBase, cancelRuns := context.WithCancelCause(context.WithoutCancel(ctx))
 	defer cancelRuns(errShutdown)
 	e.runBase = runBase
+	e.outcomes = make(chan outcome, maxOutcomeBatch)
+	writerDone := make(chan struct{})
+	go func() { defer close(writerDone); e.writeOutcomes(e.outcomes) }()
+	// Runs end before the writer: drain waits for every one of them.
+	defer func() { close(e.outcomes); <-writerDone }()
 
 	unsubscribe, err := e.watchCancellations()
 	if err != nil {
@@ -226,13 +236,16 @@ func (e *Executor) Run(ctx context.Context) error {
 	go func() { defer close(beatDone); e.beat(beatCtx) }()
 	defer func() { stopBeat(); <-beatDone }()
 
-	intake, ictx := errgroup.WithContext(ctx)
+	intakeCtx, stopIntake := context.WithCancel(ctx)
+	defer stopIntake()
+	intake, ictx := errgroup.WithContext(intakeCtx)
 	for _, p := range e.types {
 		in, err := e.newIntake(ictx, p)
 		if err != nil {
-			stopHB()
-			<-hbDone
-			return err
+			// Types already taking work stop and finish like on shutdown.
+			stopIntake()
+			intake.Go(func() error { return err })
+			break
 		}
 		for range e.cfg.Fetchers {
 			intake.Go(func() error { return in.fetchLoop(ictx) })

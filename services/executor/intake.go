@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -29,6 +30,13 @@ type intake struct {
 	lanes []jetstream.Consumer
 	bell  chan struct{}
 	sub   *nats.Subscription
+	// rungAt[i] is when a doorbell last rang for lane i and emptyAt[i]
+	// when a fetch last found it empty (unix ns). A lane found empty with
+	// no doorbell since is not asked again for idleWait, which saves the
+	// round trips of polling empty lanes; work that arrives without a
+	// doorbell (redeliveries) is still seen within idleWait.
+	rungAt  []atomic.Int64
+	emptyAt []atomic.Int64
 }
 
 // head is a fetched message not yet taken.
@@ -40,7 +48,8 @@ type head struct {
 }
 
 func (e *Executor) newIntake(ctx context.Context, p *pool) (*intake, error) {
-	in := &intake{e: e, p: p, bell: make(chan struct{}, 1)}
+	in := &intake{e: e, p: p, bell: make(chan struct{}, 1),
+		rungAt: make([]atomic.Int64, len(contracts.Priorities)), emptyAt: make([]atomic.Int64, len(contracts.Priorities))}
 	for _, lane := range contracts.Priorities {
 		c, err := e.conn.JS.CreateOrUpdateConsumer(ctx, events.StreamWork, jetstream.ConsumerConfig{
 			Durable:       events.ExecConsumer(p.spec.Name, lane),
@@ -56,7 +65,14 @@ func (e *Executor) newIntake(ctx context.Context, p *pool) (*intake, error) {
 		}
 		in.lanes = append(in.lanes, c)
 	}
-	sub, err := e.conn.NC.Subscribe(events.ExecDoorbell(p.spec.Name), func(*nats.Msg) { in.ring() })
+	sub, err := e.conn.NC.Subscribe(events.ExecDoorbell(p.spec.Name), func(m *nats.Msg) {
+		for i, lane := range contracts.Priorities {
+			if m.Subject == events.ExecSubject(p.spec.Name, lane) {
+				in.rungAt[i].Store(time.Now().UnixNano())
+			}
+		}
+		in.ring()
+	})
 	if err != nil {
 		return nil, fmt.Errorf("doorbell for %s: %w", p.spec.Name, err)
 	}
@@ -73,50 +89,126 @@ func (in *intake) ring() {
 
 func (in *intake) close() { _ = in.sub.Unsubscribe() }
 
-// fetchLoop takes a pool slot, then the best waiting task, and claims it,
-// until ctx ends. Heads it holds on exit are handed back at once.
+const (
+	// maxClaimBatch bounds how many tasks one fetcher claims in one
+	// transaction.
+	maxClaimBatch = 128
+	// slotGather is how long a fetcher that found its pool full collects
+	// freed slots before claiming.
+	slotGather = time.Millisecond
+)
+
+// fetchLoop takes pool slots (at least one, then whatever else is free),
+// then as many of the best waiting tasks, and claims them together, until
+// ctx ends. Messages it holds on exit are handed back at once.
 func (in *intake) fetchLoop(ctx context.Context) error {
-	heads := make([]*head, len(in.lanes))
+	queues := make([][]*head, len(in.lanes))
 	defer func() {
-		for _, h := range heads {
-			if h != nil {
+		for _, q := range queues {
+			for _, h := range q {
 				_ = h.msg.Nak()
 			}
 		}
 	}()
 	for {
+		saturated := false
 		select {
 		case in.p.slots <- struct{}{}:
-		case <-ctx.Done():
-			return nil
+		default:
+			saturated = true
+			select {
+			case in.p.slots <- struct{}{}:
+			case <-ctx.Done():
+				return nil
+			}
 		}
-		h := in.next(ctx, heads)
-		if h == nil {
+		want := 1
+	more:
+		for want < maxClaimBatch {
+			select {
+			case in.p.slots <- struct{}{}:
+				want++
+			default:
+				break more
+			}
+		}
+		if saturated && want < maxClaimBatch {
+			// The pool was full: slots come back a batch of outcomes at a
+			// time. Gathering them for a moment makes one claim of many
+			// instead of many claims of one; an idle pool never waits here.
+			gather := time.NewTimer(slotGather)
+		gathering:
+			for want < maxClaimBatch {
+				select {
+				case in.p.slots <- struct{}{}:
+					want++
+				case <-gather.C:
+					break gathering
+				}
+			}
+			gather.Stop()
+		}
+		hs := in.next(ctx, queues, want)
+		for range want - len(hs) {
 			<-in.p.slots
+		}
+		if len(hs) == 0 {
 			return nil
 		}
-		in.e.take(ctx, in.p, h)
+		in.e.takeBatch(ctx, in.p, hs)
 	}
 }
 
-// next returns the task to run next: the head of the highest lane, where a
-// task overdue by k×AgingAfter counts k lanes higher. It blocks while every
-// lane is empty and returns nil when ctx ends.
-func (in *intake) next(ctx context.Context, heads []*head) *head {
+// next returns up to want tasks to run next, best first: repeatedly the
+// front of the highest lane, where a task overdue by k×AgingAfter counts k
+// lanes higher. It blocks while every lane is empty and returns nothing
+// when ctx ends.
+func (in *intake) next(ctx context.Context, queues [][]*head, want int) []*head {
 	for {
 		select {
 		case <-in.bell: // drained before fetching; a later ring is new work
 		default:
 		}
-		for i, c := range in.lanes {
-			if heads[i] == nil {
-				heads[i] = in.fetch(ctx, c)
+		held := 0
+		for _, q := range queues {
+			held += len(q)
+		}
+		// Every lane shows at least its head, so aging can compare them;
+		// beyond that, fetch only what this batch can use.
+		for i := range in.lanes {
+			if len(queues[i]) == 0 {
+				queues[i] = in.fetchLane(ctx, i, max(1, want-held))
+				held += len(queues[i])
 			}
 		}
-		if best := in.pick(heads); best >= 0 {
-			h := heads[best]
-			heads[best] = nil
-			return h
+		var out []*head
+		for len(out) < want {
+			best := in.pick(queues)
+			if best < 0 {
+				break
+			}
+			// A higher lane found empty may have been filled since its
+			// doorbell rang: look again before taking lower work.
+			refilled := false
+			for h := range best {
+				if len(queues[h]) == 0 && in.mayHold(h) {
+					queues[h] = in.fetchLane(ctx, h, want-len(out))
+					refilled = refilled || len(queues[h]) > 0
+				}
+			}
+			if refilled {
+				continue
+			}
+			out = append(out, queues[best][0])
+			queues[best] = queues[best][1:]
+			if len(queues[best]) == 0 && len(out) < want {
+				// The lane may hold more that outranks the other lanes.
+				queues[best] = in.fetchLane(ctx, best, want-len(out))
+			}
+		}
+		in.keepAlive(queues)
+		if len(out) > 0 || ctx.Err() != nil {
+			return out
 		}
 		select {
 		case <-ctx.Done():
@@ -127,46 +219,72 @@ func (in *intake) next(ctx context.Context, heads []*head) *head {
 	}
 }
 
-func (in *intake) fetch(ctx context.Context, c jetstream.Consumer) *head {
+// ringSlack allows for a doorbell that arrives a moment before its
+// message can be fetched: an empty fetch that soon after a ring does not
+// make the lane count as empty.
+const ringSlack = 5 * time.Millisecond
+
+// mayHold reports whether lane i is worth a fetch: it was not found empty
+// lately, or a doorbell rang for it since.
+func (in *intake) mayHold(i int) bool {
+	empty := in.emptyAt[i].Load()
+	return time.Since(time.Unix(0, empty)) >= idleWait || in.rungAt[i].Load() >= empty-int64(ringSlack)
+}
+
+// fetchLane fetches up to n messages of lane i unless it is known empty.
+func (in *intake) fetchLane(ctx context.Context, i, n int) []*head {
+	if !in.mayHold(i) {
+		return nil
+	}
+	got := in.fetch(ctx, in.lanes[i], n)
+	if len(got) == 0 {
+		in.emptyAt[i].Store(time.Now().UnixNano())
+	}
+	return got
+}
+
+func (in *intake) fetch(ctx context.Context, c jetstream.Consumer, n int) []*head {
 	if ctx.Err() != nil {
 		return nil
 	}
-	batch, err := c.FetchNoWait(1)
+	batch, err := c.FetchNoWait(n)
 	if err != nil {
 		in.e.logger.Warn("fetch failed", "type", in.p.spec.Name, "err", err)
 		return nil
 	}
+	var out []*head
+	now := time.Now()
 	for msg := range batch.Messages() {
-		h := &head{msg: msg, fetchedAt: time.Now()}
-		h.lastKeep = h.fetchedAt
+		h := &head{msg: msg, fetchedAt: now, lastKeep: now}
 		if err := events.Decode(msg.Data(), &h.task); err != nil {
 			in.e.logger.Error("dropping undecodable dispatch", "type", in.p.spec.Name, "err", err)
 			_ = msg.Term()
-			return nil
+			continue
 		}
-		return h
+		out = append(out, h)
 	}
 	if err := batch.Error(); err != nil && !errors.Is(err, context.Canceled) {
 		in.e.logger.Debug("fetch ended", "type", in.p.spec.Name, "err", err)
 	}
-	return nil
+	return out
 }
 
-// pick chooses among the heads: the lowest effective lane wins, where a
-// task overdue by k×AgingAfter is promoted k lanes (never above high); ties
-// go to the task due first, then to the higher lane. So a task that waited
-// long enough overtakes every task of a higher lane that became due after
-// it. It also keeps long-held heads alive.
-func (in *intake) pick(heads []*head) int {
+// pick chooses among the lanes' fronts: the lowest effective lane wins,
+// where a task overdue by k×AgingAfter is promoted k lanes (never above
+// high); ties go to the task due first, then to the higher lane. So a task
+// that waited long enough overtakes every task of a higher lane that became
+// due after it.
+func (in *intake) pick(queues [][]*head) int {
 	now := in.e.clock.Now().UnixMilli()
 	aging := in.e.cfg.AgingAfter.Milliseconds()
 	best := -1
 	var bestLane int
 	var bestDue int64
-	for lane, h := range heads {
-		if h == nil {
+	for lane, q := range queues {
+		if len(q) == 0 {
 			continue
 		}
+		h := q[0]
 		eff := lane
 		if overdue := now - h.task.NextRunTimeMs; overdue > 0 {
 			eff = max(0, lane-int(overdue/aging))
@@ -175,10 +293,19 @@ func (in *intake) pick(heads []*head) int {
 		if best < 0 || eff < bestLane || (eff == bestLane && due < bestDue) {
 			best, bestLane, bestDue = lane, eff, due
 		}
-		if time.Since(h.lastKeep) > keepAliveAge {
-			_ = h.msg.InProgress()
-			h.lastKeep = time.Now()
-		}
 	}
 	return best
+}
+
+// keepAlive tells JetStream that long-held messages are still being
+// worked on, so they are not redelivered elsewhere meanwhile.
+func (in *intake) keepAlive(queues [][]*head) {
+	for _, q := range queues {
+		for _, h := range q {
+			if time.Since(h.lastKeep) > keepAliveAge {
+				_ = h.msg.InProgress()
+				h.lastKeep = time.Now()
+			}
+		}
+	}
 }

@@ -48,14 +48,6 @@ local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 return redis.call('ZADD', KEYS[1], 'XX', 'CH', now + tonumber(ARGV[2]), ARGV[1])
 `)
 
-func (e *Executor) releaseLock(r *run) {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := releaseScript.Run(ctx, e.rdb, []string{r.lockKey}, r.lockVal).Err(); err != nil {
-		e.logger.Warn("release lock failed; it expires by itself", "task_id", r.task.ID, "err", err)
-	}
-}
-
 func (e *Executor) releaseLimit(r *run) {
 	if r.limitKey == "" {
 		return

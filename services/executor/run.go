@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/axsched/ax/contracts"
 	"github.com/axsched/ax/events"
 	"github.com/axsched/ax/services/internal/metrics"
@@ -55,9 +57,8 @@ func (e *Executor) take(ctx context.Context, p *pool, h *head) {
 	go e.execute(p, r)
 }
 
-// claim takes the cluster slot (if limited), the lease and the RUNNING
-// transfer; a nil run means another claimant won and the message is done.
-func (e *Executor) claim(ctx context.Context, p *pool, h *head) (*run, error) {
+// newRun prepares the run a claim of h would start.
+func (e *Executor) newRun(p *pool, h *head) *run {
 	d := &h.task
 	next := d.Attempt + 1
 	r := &run{
@@ -75,6 +76,114 @@ func (e *Executor) claim(ctx context.Context, p *pool, h *head) (*run, error) {
 	// The lease is never shorter than the run may take, so even a renewal
 	// lost to a Redis hiccup cannot hand a healthy run to someone else.
 	r.lockTTL = max(e.cfg.LockTTL, r.deadline+AbandonGrace)
+	return r
+}
+
+// claimParams is the fenced READY -> RUNNING transfer of a claim.
+func (e *Executor) claimParams(d *events.TaskDispatched) store.TransferParams {
+	attempt := d.Attempt
+	return store.TransferParams{
+		TaskID: d.TaskID, From: contracts.StatusReady, To: contracts.StatusRunning,
+		Reason: "claimed by " + e.cfg.Node, Attempt: &attempt, Claim: true, Executor: e.cfg.Node,
+	}
+}
+
+// takeBatch claims the tasks of hs together — their leases in one Redis
+// pipeline, their READY -> RUNNING transfers in one transaction — and
+// starts the winners. Every slot the fetcher took for hs is either handed
+// to a run or released, and every message is settled. A type with a
+// cluster-wide limit claims one task at a time, each waiting for a member
+// of the running set.
+func (e *Executor) takeBatch(ctx context.Context, p *pool, hs []*head) {
+	if e.settings(ctx, p).Concurrency > 0 || len(hs) == 1 {
+		for _, h := range hs {
+			e.take(ctx, p, h)
+		}
+		return
+	}
+	runs := make([]*run, len(hs))
+	pipe := e.rdb.Pipeline()
+	locks := make([]*redis.BoolCmd, len(hs))
+	for i, h := range hs {
+		runs[i] = e.newRun(p, h)
+		locks[i] = pipe.SetNX(ctx, runs[i].lockKey, runs[i].lockVal, runs[i].lockTTL)
+	}
+	_, lockErr := pipe.Exec(ctx)
+	var chains [][]store.TransferParams
+	var held []int // indexes into hs of the leases taken
+	for i, h := range hs {
+		if locks[i].Err() == nil && locks[i].Val() {
+			held = append(held, i)
+			chains = append(chains, []store.TransferParams{e.claimParams(&h.task)})
+		}
+	}
+	giveBack := func(err error) {
+		e.releaseLocks(subset(runs, held))
+		for _, h := range hs {
+			<-p.slots
+			e.logger.Warn("claim failed; message redelivered shortly", "task_id", h.task.TaskID, "err", err)
+			_ = h.msg.NakWithDelay(time.Second)
+		}
+	}
+	if lockErr != nil && len(held) == 0 {
+		giveBack(fmt.Errorf("lock tasks: %w", lockErr))
+		return
+	}
+	var out []store.ChainResult
+	if len(chains) > 0 {
+		var err error
+		if out, err = e.store.TransferBatch(ctx, chains); err != nil {
+			giveBack(err)
+			return
+		}
+	}
+	won := make([]bool, len(hs))
+	var lost []*run
+	for k, i := range held {
+		switch err := out[k].Err; {
+		case err == nil:
+			won[i] = true
+		case errors.Is(err, store.ErrConflict) || errors.Is(err, store.ErrNotFound):
+			lost = append(lost, runs[i])
+		default:
+			lost = append(lost, runs[i])
+			e.logger.Error("claim refused", "task_id", runs[i].task.ID, "err", err)
+		}
+	}
+	e.releaseLocks(lost)
+	for i, h := range hs {
+		if !won[i] {
+			<-p.slots
+			if locks[i].Err() != nil {
+				// Redis did not answer for this one: let it come back.
+				_ = h.msg.NakWithDelay(time.Second)
+				continue
+			}
+			metrics.ExecutorClaimsLost.WithLabelValues(h.task.Type).Inc()
+			_ = h.msg.Ack()
+			continue
+		}
+		// The claim is committed: MySQL owns the task now, and a lost ack
+		// only causes a redelivery whose claim conflicts.
+		_ = h.msg.Ack()
+		e.wg.Add(1)
+		go e.execute(p, runs[i])
+	}
+}
+
+func subset(runs []*run, idx []int) []*run {
+	out := make([]*run, len(idx))
+	for k, i := range idx {
+		out[k] = runs[i]
+	}
+	return out
+}
+
+// claim takes the cluster slot (if limited), the lease and the RUNNING
+// transfer; a nil run means another claimant won and the message is done.
+func (e *Executor) claim(ctx context.Context, p *pool, h *head) (*run, error) {
+	d := &h.task
+	r := e.newRun(p, h)
 	settings := e.settings(ctx, p)
 	if settings.Concurrency > 0 {
 		r.limitKey = e.keys.RunningSet(p.spec.Name)
@@ -97,13 +206,9 @@ func (e *Executor) claim(ctx context.Context, p *pool, h *head) (*run, error) {
 		metrics.ExecutorClaimsLost.WithLabelValues(d.Type).Inc()
 		return nil, nil
 	}
-	attempt := d.Attempt
-	_, err = e.store.Transfer(ctx, store.TransferParams{
-		TaskID: d.TaskID, From: contracts.StatusReady, To: contracts.StatusRunning,
-		Reason: "claimed by " + e.cfg.Node, Attempt: &attempt, Claim: true, Executor: e.cfg.Node,
-	})
+	_, err = e.store.Transfer(ctx, e.claimParams(d))
 	if err != nil {
-		e.releaseLock(r)
+		e.releaseLocks([]*run{r})
 		e.releaseLimit(r)
 		if errors.Is(err, store.ErrConflict) || errors.Is(err, store.ErrNotFound) {
 			metrics.ExecutorClaimsLost.WithLabelValues(d.Type).Inc()
@@ -225,7 +330,6 @@ func (e *Executor) finish(r *run, herr, cause error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	defer e.releaseLimit(r)
-	defer e.releaseLock(r)
 	log := e.logger.With("task_id", r.task.ID, "type", r.task.Type, "attempt", r.task.Attempt)
 	switch {
 	case r.leaseOut.Load() || errors.Is(cause, errLeaseLost):
@@ -237,6 +341,7 @@ func (e *Executor) finish(r *run, herr, cause error) {
 		// The task is already CANCELLED in MySQL; there is nothing to write.
 		metrics.ExecutorRuns.WithLabelValues(r.task.Type, "cancelled").Inc()
 		log.Info("handler cancelled")
+		e.releaseLocks([]*run{r})
 		return
 	}
 	attempt := r.task.Attempt
@@ -268,7 +373,7 @@ func (e *Executor) finish(r *run, herr, cause error) {
 		steps = retry.Plan(f, policy, e.clock.Now().UnixMilli(), nil)
 	}
 	metrics.ExecutorRuns.WithLabelValues(r.task.Type, outcome).Inc()
-	if _, err := e.store.TransferChain(ctx, steps...); err != nil {
+	if err := e.recordOutcome(r, steps); err != nil {
 		if errors.Is(err, store.ErrConflict) {
 			log.Warn("outcome rejected: attempt is no longer current", "outcome", outcome, "err", err)
 			return

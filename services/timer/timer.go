@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/ThreeDotsLabs/watermill/message"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/redis/go-redis/v9"
 	"golang.org/x/sync/errgroup"
 
@@ -101,20 +102,6 @@ func (t *Timer) Run(ctx context.Context) error {
 		return err
 	}
 	err = bus.AddConsumer(router, t.conn.URL, bus.ConsumerSpec{
-		Name: events.ConsumerTimer, Stream: events.StreamEvents,
-		Subject: events.TaskEventSubject(contracts.StatusReady), Parallel: t.cfg.Consumers,
-	}, t.logger, t.handleReady)
-	if err != nil {
-		return err
-	}
-	err = bus.AddConsumer(router, t.conn.URL, bus.ConsumerSpec{
-		Name: events.ConsumerTimerRetrying, Stream: events.StreamEvents,
-		Subject: events.TaskEventSubject(contracts.StatusRetrying), Parallel: 2,
-	}, t.logger, t.handleReady)
-	if err != nil {
-		return err
-	}
-	err = bus.AddConsumer(router, t.conn.URL, bus.ConsumerSpec{
 		Name: events.ConsumerTimerTypes, Stream: events.StreamEvents,
 		Subject: events.SubjectTypeChanged, Parallel: 1,
 	}, t.logger, t.handleTypeChanged)
@@ -123,24 +110,44 @@ func (t *Timer) Run(ctx context.Context) error {
 	}
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return router.Run(gctx) })
+	g.Go(func() error {
+		return bus.ConsumeBatches(gctx, t.conn.JS, bus.ConsumerSpec{
+			Name: events.ConsumerTimer, Stream: events.StreamEvents,
+			Subject: events.TaskEventSubject(contracts.StatusReady), Parallel: t.cfg.Consumers,
+		}, indexBatch, t.logger, t.handleReady)
+	})
+	g.Go(func() error {
+		return bus.ConsumeBatches(gctx, t.conn.JS, bus.ConsumerSpec{
+			Name: events.ConsumerTimerRetrying, Stream: events.StreamEvents,
+			Subject: events.TaskEventSubject(contracts.StatusRetrying), Parallel: 2,
+		}, indexBatch, t.logger, t.handleReady)
+	})
 	g.Go(func() error { return t.loop(gctx) })
 	g.Go(func() error { return t.reconcileLoop(gctx) })
 	return g.Wait()
 }
 
-func (t *Timer) handleReady(msg *message.Message) error {
-	var ev events.TaskTransferred
-	if err := events.Decode(msg.Payload, &ev); err != nil {
-		t.logger.Error("dropping undecodable READY event", "event_id", msg.UUID, "err", err)
-		return nil
+// indexBatch bounds how many READY/RETRYING events one Redis pipeline
+// indexes.
+const indexBatch = 512
+
+// handleReady indexes the tasks of READY and RETRYING events in one
+// pipeline; undecodable events are dropped (the reconciler finds their
+// tasks in MySQL).
+func (t *Timer) handleReady(ctx context.Context, msgs []jetstream.Msg) error {
+	refs := make([]store.DueRef, 0, len(msgs))
+	for _, m := range msgs {
+		var ev events.TaskTransferred
+		if err := events.Decode(m.Data(), &ev); err != nil {
+			t.logger.Error("dropping undecodable READY event", "subject", m.Subject(), "err", err)
+			continue
+		}
+		if ev.To != contracts.StatusReady && ev.To != contracts.StatusRetrying {
+			continue
+		}
+		refs = append(refs, store.DueRef{ID: ev.TaskID, Priority: ev.Priority, NextRunTimeMs: ev.NextRunTimeMs})
 	}
-	if ev.To != contracts.StatusReady && ev.To != contracts.StatusRetrying {
-		return nil
-	}
-	if err := t.Index(msg.Context(), []store.DueRef{{ID: ev.TaskID, Priority: ev.Priority, NextRunTimeMs: ev.NextRunTimeMs}}); err != nil {
-		return err
-	}
-	return nil
+	return t.Index(ctx, refs)
 }
 
 // handleTypeChanged re-indexes the waiting tasks of a type that is not

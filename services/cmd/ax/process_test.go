@@ -10,6 +10,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -143,6 +144,13 @@ func newCluster(t *testing.T) *cluster {
 	port := testenv.FreePort(t)
 	start(t, "nats-server", filepath.Join(bin, "nats-server"), "-a", "127.0.0.1", "-p", strconv.Itoa(port),
 		"-js", "-sd", filepath.Join(t.TempDir(), "js"))
+	testenv.Eventually(t, 30*time.Second, "nats-server accepting connections", func() bool {
+		conn, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", port), time.Second)
+		if err == nil {
+			conn.Close()
+		}
+		return err == nil
+	})
 	c := &cluster{bin: filepath.Join(bin, "ax"), dsn: dsn, db: db, prefix: k.Prefix,
 		natsURL: fmt.Sprintf("nats://127.0.0.1:%d", port)}
 	c.commonFl = []string{"--mysql-dsn", dsn, "--nats-url", c.natsURL, "--redis-prefix", c.prefix}

@@ -32,6 +32,36 @@ type ConsumerSpec struct {
 	MaxDeliver int
 }
 
+func (spec ConsumerSpec) withDefaults() ConsumerSpec {
+	if spec.Parallel <= 0 {
+		spec.Parallel = 1
+	}
+	if spec.AckWait <= 0 {
+		spec.AckWait = 30 * time.Second
+	}
+	if spec.MaxDeliver == 0 {
+		spec.MaxDeliver = 20
+	}
+	return spec
+}
+
+// declare creates or updates the durable consumer spec describes.
+func (spec ConsumerSpec) declare(ctx context.Context, js jetstream.JetStream) (jetstream.Consumer, error) {
+	c, err := js.CreateOrUpdateConsumer(ctx, spec.Stream, jetstream.ConsumerConfig{
+		Durable:       spec.Name,
+		FilterSubject: spec.Subject,
+		AckPolicy:     jetstream.AckExplicitPolicy,
+		AckWait:       spec.AckWait,
+		MaxDeliver:    spec.MaxDeliver,
+		MaxAckPending: 20000,
+		DeliverPolicy: jetstream.DeliverAllPolicy,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("declare consumer %s on %s: %w", spec.Name, spec.Stream, err)
+	}
+	return c, nil
+}
+
 // NewRouter returns a watermill router with ax's standard middleware:
 // panics become errors, the correlation ID (task ID) follows the message,
 // and a failing handler is retried briefly before the message is nacked.
@@ -67,15 +97,7 @@ func WatermillLogger(logger *slog.Logger) watermill.LoggerAdapter {
 // with its own pull subscription, over a connection of their own (watermill
 // drains the connection when it closes the subscriber).
 func AddConsumer(router *message.Router, url string, spec ConsumerSpec, logger *slog.Logger, handler message.NoPublishHandlerFunc) error {
-	if spec.Parallel <= 0 {
-		spec.Parallel = 1
-	}
-	if spec.AckWait <= 0 {
-		spec.AckWait = 30 * time.Second
-	}
-	if spec.MaxDeliver == 0 {
-		spec.MaxDeliver = 20
-	}
+	spec = spec.withDefaults()
 	nc, err := nats.Connect(url, nats.Name("ax-"+spec.Name), nats.MaxReconnects(-1), nats.ReconnectWait(250*time.Millisecond))
 	if err != nil {
 		return fmt.Errorf("connect nats for consumer %s: %w", spec.Name, err)
@@ -88,19 +110,8 @@ func AddConsumer(router *message.Router, url string, spec ConsumerSpec, logger *
 		NakDelay:       wmjs.NewStaticDelay(250 * time.Millisecond),
 		Unmarshaler:    unmarshaler{},
 		ResourceInitializer: func(ctx context.Context, js jetstream.JetStream, _ string) (jetstream.Consumer, func(context.Context, watermill.LoggerAdapter), error) {
-			c, err := js.CreateOrUpdateConsumer(ctx, spec.Stream, jetstream.ConsumerConfig{
-				Durable:       spec.Name,
-				FilterSubject: spec.Subject,
-				AckPolicy:     jetstream.AckExplicitPolicy,
-				AckWait:       spec.AckWait,
-				MaxDeliver:    spec.MaxDeliver,
-				MaxAckPending: 10000,
-				DeliverPolicy: jetstream.DeliverAllPolicy,
-			})
-			if err != nil {
-				return nil, nil, fmt.Errorf("declare consumer %s on %s: %w", spec.Name, spec.Stream, err)
-			}
-			return c, nil, nil
+			c, err := spec.declare(ctx, js)
+			return c, nil, err
 		},
 	})
 	if err != nil {

@@ -81,3 +81,48 @@ func BenchmarkTransferClaimAndFinish(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkTransferBatch: the executor's hot path in batches of 100 — 100
+// claims in one transaction, then their 100 outcomes in another; reports
+// tasks/s (each task: two transfers, two history rows, two events).
+func BenchmarkTransferBatch(b *testing.B) {
+	st, _ := testenv.Store(b)
+	const size = 100
+	batches := make([][]int64, b.N)
+	for i := range batches {
+		nts := make([]store.NewTask, size)
+		for j := range nts {
+			nts[j] = benchTask("bench")
+			batches[i] = append(batches[i], nts[j].ID)
+		}
+		if _, err := st.CreateTasks(context.Background(), nts); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	start := time.Now()
+	for _, ids := range batches {
+		claims := make([][]store.TransferParams, len(ids))
+		finishes := make([][]store.TransferParams, len(ids))
+		for j, id := range ids {
+			zero, one := 0, 1
+			claims[j] = []store.TransferParams{{TaskID: id, From: contracts.StatusReady, To: contracts.StatusRunning,
+				Attempt: &zero, Claim: true, Executor: "bench", Reason: "claim"}}
+			finishes[j] = []store.TransferParams{{TaskID: id, From: contracts.StatusRunning, To: contracts.StatusSuccess,
+				Attempt: &one, Reason: "done"}}
+		}
+		for _, chains := range [][][]store.TransferParams{claims, finishes} {
+			out, err := st.TransferBatch(context.Background(), chains)
+			if err != nil {
+				b.Fatal(err)
+			}
+			for _, r := range out {
+				if r.Err != nil {
+					b.Fatal(r.Err)
+				}
+			}
+		}
+	}
+	b.ReportMetric(float64(b.N*size)/time.Since(start).Seconds(), "tasks/s")
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -59,16 +60,38 @@ func (s *Store) dueRefs(ctx context.Context, q string, args ...any) ([]DueRef, e
 	return out, rows.Err()
 }
 
-// MarkDispatched records that a READY task was handed to executors, so the
-// reconciler leaves it alone for a while. It is bookkeeping, not a state
-// change, and is fenced by attempt like every executor-facing write.
-func (s *Store) MarkDispatched(ctx context.Context, id int64, attempt int) error {
-	_, err := s.db.ExecContext(ctx, `UPDATE tasks SET dispatched_at = NOW(3)
-		WHERE id = ? AND status = 'READY' AND attempt = ?`, id, attempt)
-	if err != nil {
-		return fmt.Errorf("mark task %d dispatched: %w", id, err)
+// MarkDispatched records that READY tasks were handed to executors, so the
+// reconciler leaves them alone for a while. It is bookkeeping, not a state
+// change, and is fenced by attempt like every executor-facing write; one
+// statement marks the whole batch.
+func (s *Store) MarkDispatched(ctx context.Context, refs []AttemptRef) error {
+	for chunk := range slices.Chunk(refs, batchChunkRows) {
+		if _, err := s.db.ExecContext(ctx, `UPDATE tasks FORCE INDEX (PRIMARY) SET dispatched_at = NOW(3)
+			WHERE `+attemptsWhere(chunk, "READY"), attemptsArgs(chunk)...); err != nil {
+			return fmt.Errorf("mark %d task(s) dispatched: %w", len(chunk), err)
+		}
 	}
 	return nil
+}
+
+// attemptsWhere selects the rows of refs that are in status and still at
+// the given attempt. The ID list goes first and the statements force the
+// primary key: a plan through the status index would lock every row of
+// that status (thousands of READY tasks under load) and stall the claims.
+func attemptsWhere(refs []AttemptRef, status string) string {
+	return `id IN (?` + strings.Repeat(", ?", len(refs)-1) + `) AND status = '` + status +
+		`' AND (id, attempt) IN ((?, ?)` + strings.Repeat(", (?, ?)", len(refs)-1) + `)`
+}
+
+func attemptsArgs(refs []AttemptRef) []any {
+	args := make([]any, 0, 3*len(refs))
+	for _, r := range refs {
+		args = append(args, r.ID)
+	}
+	for _, r := range refs {
+		args = append(args, r.ID, r.Attempt)
+	}
+	return args
 }
 
 // RunningRef identifies one attempt of a RUNNING task that stopped
@@ -116,20 +139,15 @@ func (s *Store) Heartbeat(ctx context.Context, refs []AttemptRef) (map[int64]boo
 	if len(refs) == 0 {
 		return nil, nil
 	}
-	args := make([]any, 0, 2*len(refs))
-	for _, r := range refs {
-		args = append(args, r.ID, r.Attempt)
-	}
-	pairs := `((?, ?)` + strings.Repeat(", (?, ?)", len(refs)-1) + `)`
-	res, err := s.db.ExecContext(ctx, `UPDATE tasks SET last_heartbeat_time = NOW(3)
-		WHERE status = 'RUNNING' AND (id, attempt) IN `+pairs, args...)
+	res, err := s.db.ExecContext(ctx, `UPDATE tasks FORCE INDEX (PRIMARY) SET last_heartbeat_time = NOW(3)
+		WHERE `+attemptsWhere(refs, "RUNNING"), attemptsArgs(refs)...)
 	if err != nil {
 		return nil, fmt.Errorf("heartbeat %d tasks: %w", len(refs), err)
 	}
 	if n, err := res.RowsAffected(); err == nil && int(n) == len(refs) {
 		return nil, nil
 	}
-	rows, err := s.db.QueryContext(ctx, `SELECT id FROM tasks WHERE status = 'RUNNING' AND (id, attempt) IN `+pairs, args...)
+	rows, err := s.db.QueryContext(ctx, `SELECT id FROM tasks FORCE INDEX (PRIMARY) WHERE `+attemptsWhere(refs, "RUNNING"), attemptsArgs(refs)...)
 	if err != nil {
 		return nil, fmt.Errorf("heartbeat check: %w", err)
 	}

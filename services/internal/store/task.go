@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -105,6 +106,38 @@ func (s *Store) GetTask(ctx context.Context, id int64) (*Task, error) {
 		return nil, fmt.Errorf("get task %d: %w", id, err)
 	}
 	return t, nil
+}
+
+// GetTasks loads the tasks of ids that exist, keyed by ID, in one query
+// per few hundred IDs.
+func (s *Store) GetTasks(ctx context.Context, ids []int64) (map[int64]*Task, error) {
+	out := make(map[int64]*Task, len(ids))
+	for chunk := range slices.Chunk(ids, batchChunkRows) {
+		args := make([]any, len(chunk))
+		for i, id := range chunk {
+			args[i] = id
+		}
+		rows, err := s.db.QueryContext(ctx, `SELECT `+taskColumns+` FROM tasks WHERE id IN (?`+
+			strings.Repeat(", ?", len(chunk)-1)+`)`, args...)
+		if err != nil {
+			return nil, fmt.Errorf("get %d task(s): %w", len(chunk), err)
+		}
+		for rows.Next() {
+			t, err := scanTask(rows)
+			if err != nil {
+				rows.Close()
+				return nil, fmt.Errorf("get tasks: %w", err)
+			}
+			out[t.ID] = t
+		}
+		if err := rows.Close(); err != nil {
+			return nil, fmt.Errorf("get tasks: %w", err)
+		}
+		if err := rows.Err(); err != nil {
+			return nil, fmt.Errorf("get tasks: %w", err)
+		}
+	}
+	return out, nil
 }
 
 // NewTask describes a task to create.

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -64,8 +65,8 @@ type TransferResult struct {
 }
 
 // Transfer is the one function that changes a task's state. In a single
-// transaction it compare-and-sets the row (WHERE id=? AND status=from [AND
-// attempt=?]), inserts the history row and inserts the outbox event. A lost
+// transaction it compare-and-sets the row (status = from [and attempt = the
+// given one]), inserts the history row and inserts the outbox event. A lost
 // race returns a *ConflictError; a change the transition table forbids
 // returns an *IllegalTransitionError without touching the database.
 func (s *Store) Transfer(ctx context.Context, p TransferParams) (*TransferResult, error) {
@@ -80,24 +81,68 @@ func (s *Store) Transfer(ctx context.Context, p TransferParams) (*TransferResult
 // transaction (FAILED -> RETRYING right after RUNNING -> FAILED, say): all
 // of them commit, each with its history row and event, or none does.
 func (s *Store) TransferChain(ctx context.Context, steps ...TransferParams) ([]*TransferResult, error) {
-	for _, p := range steps {
-		if !contracts.CanTransition(p.From, p.To) || p.From == contracts.StatusNone {
-			return nil, &IllegalTransitionError{From: p.From, To: p.To}
+	out, err := s.TransferBatch(ctx, [][]TransferParams{steps})
+	if err != nil {
+		return nil, err
+	}
+	return out[0].Results, out[0].Err
+}
+
+// ChainResult is the fate of one chain of a batch: Results when it
+// committed, otherwise Err (a *ConflictError, an *IllegalTransitionError or
+// an ErrNotFound) and nothing of it was written.
+type ChainResult struct {
+	Results []*TransferResult
+	Err     error
+}
+
+// TransferBatch applies many independent chains in one transaction: the
+// hot path's claims and outcomes, a few hundred at a time, cost one commit
+// instead of one each. Each chain commits whole or not at all, and a chain
+// that loses its compare-and-set does not stop the others. The rows are
+// locked in primary-key order, checked, and changed by as few statements
+// as their shapes allow; history and outbox rows go in multi-row inserts.
+// The returned error means the transaction failed and nothing was written.
+func (s *Store) TransferBatch(ctx context.Context, chains [][]TransferParams) ([]ChainResult, error) {
+	out := make([]ChainResult, len(chains))
+	ids := make([]int64, 0, len(chains))
+	for i, steps := range chains {
+		if len(steps) == 0 {
+			return nil, fmt.Errorf("transfer batch: chain %d is empty", i)
+		}
+		for _, p := range steps {
+			if !contracts.CanTransition(p.From, p.To) || p.From == contracts.StatusNone {
+				out[i].Err = &IllegalTransitionError{From: p.From, To: p.To}
+				break
+			}
+			ids = append(ids, p.TaskID)
 		}
 	}
-	out := make([]*TransferResult, len(steps))
-	err := s.inTx(ctx, func(tx *sql.Tx) error {
-		for i, p := range steps {
-			var err error
-			if out[i], err = s.transferTx(ctx, tx, p); err != nil {
-				return err
-			}
+	if len(ids) == 0 {
+		return out, nil
+	}
+	var err error
+	for try := 0; ; try++ {
+		err = s.inTx(ctx, func(tx *sql.Tx) error { return s.transferBatchTx(ctx, tx, chains, ids, out) })
+		// Batches that lock overlapping rows can still deadlock with other
+		// writers; the victim rolled back whole and simply goes again.
+		if err == nil || !IsDeadlock(err) || try == 2 || ctx.Err() != nil {
+			break
 		}
-		return nil
-	})
+	}
 	if err != nil {
+		return nil, err
+	}
+	wrote := false
+	for i, steps := range chains {
 		var ce *ConflictError
-		if errors.As(err, &ce) {
+		switch {
+		case out[i].Err == nil:
+			wrote = true
+			for _, p := range steps {
+				metrics.Transfers.WithLabelValues(string(p.To)).Inc()
+			}
+		case errors.As(out[i].Err, &ce):
 			metrics.TransferConflicts.WithLabelValues(string(ce.To)).Inc()
 			for _, p := range steps {
 				if p.RecordRejection && p.TaskID == ce.TaskID && p.To == ce.To {
@@ -105,12 +150,10 @@ func (s *Store) TransferChain(ctx context.Context, steps ...TransferParams) ([]*
 				}
 			}
 		}
-		return nil, err
 	}
-	for _, p := range steps {
-		metrics.Transfers.WithLabelValues(string(p.To)).Inc()
+	if wrote {
+		s.notify()
 	}
-	s.notify()
 	return out, nil
 }
 
@@ -144,8 +187,173 @@ func (s *Store) recordRejection(ctx context.Context, p TransferParams, ce *Confl
 	}
 }
 
+// transferTx performs one transfer inside the caller's transaction.
 func (s *Store) transferTx(ctx context.Context, tx *sql.Tx, p TransferParams) (*TransferResult, error) {
+	if !contracts.CanTransition(p.From, p.To) || p.From == contracts.StatusNone {
+		return nil, &IllegalTransitionError{From: p.From, To: p.To}
+	}
+	out := make([]ChainResult, 1)
+	if err := s.transferBatchTx(ctx, tx, [][]TransferParams{{p}}, []int64{p.TaskID}, out); err != nil {
+		return nil, err
+	}
+	if out[0].Err != nil {
+		return nil, out[0].Err
+	}
+	return out[0].Results[0], nil
+}
+
+// rowState is a locked task row as the batch sees it.
+type rowState struct {
+	taskType string
+	priority contracts.Priority
+	attempt  int
+	next     int64
+	status   contracts.Status
+}
+
+// plannedStep is a winning step with the row it leaves behind.
+type plannedStep struct {
+	p     TransferParams
+	after rowState
+}
+
+func (s *Store) transferBatchTx(ctx context.Context, tx *sql.Tx, chains [][]TransferParams, ids []int64, out []ChainResult) error {
+	rows, err := lockRows(ctx, tx, ids)
+	if err != nil {
+		return err
+	}
 	at := s.now().UTC()
+	var plan []plannedStep
+	for i, steps := range chains {
+		out[i].Results = nil
+		if _, illegal := out[i].Err.(*IllegalTransitionError); illegal {
+			continue
+		}
+		out[i].Err = nil
+		// Steps see the rows as earlier winners left them; a chain applies
+		// to a scratch copy and is kept only if every step holds.
+		scratch := map[int64]rowState{}
+		var mine []plannedStep
+		for _, p := range steps {
+			st, ok := scratch[p.TaskID]
+			if !ok {
+				st, ok = rows[p.TaskID]
+			}
+			if !ok {
+				out[i].Err = fmt.Errorf("task %d: %w", p.TaskID, ErrNotFound)
+				break
+			}
+			if st.status != p.From || (p.Attempt != nil && st.attempt != *p.Attempt) {
+				ce := &ConflictError{TaskID: p.TaskID, From: p.From, To: p.To, Actual: st.status,
+					ActualAttempt: st.attempt, Fenced: p.Attempt != nil}
+				if p.Attempt != nil {
+					ce.WantAttempt = *p.Attempt
+				}
+				out[i].Err = ce
+				break
+			}
+			st.status = p.To
+			if p.Claim {
+				st.attempt++
+			}
+			if p.NextRunTimeMs != nil {
+				st.next = *p.NextRunTimeMs
+			}
+			scratch[p.TaskID] = st
+			mine = append(mine, plannedStep{p: p, after: st})
+		}
+		if out[i].Err != nil {
+			continue
+		}
+		for id, st := range scratch {
+			rows[id] = st
+		}
+		plan = append(plan, mine...)
+	}
+	if len(plan) == 0 {
+		return nil
+	}
+	if err := updateRows(ctx, tx, plan, at); err != nil {
+		return err
+	}
+	recs := make([]transferRecord, len(plan))
+	for k, ps := range plan {
+		recs[k] = transferRecord{
+			taskID: ps.p.TaskID, taskType: ps.after.taskType, from: ps.p.From, to: ps.p.To,
+			attempt: ps.after.attempt, priority: ps.after.priority, nextRunTimeMs: ps.after.next,
+			reason: ps.p.Reason, actor: s.actorOr(ps.p.Actor), at: at,
+		}
+	}
+	eventIDs, err := recordMany(ctx, tx, recs)
+	if err != nil {
+		return err
+	}
+	k := 0
+	for i, steps := range chains {
+		if out[i].Err != nil {
+			continue
+		}
+		out[i].Results = make([]*TransferResult, len(steps))
+		for j := range steps {
+			ps := plan[k]
+			out[i].Results[j] = &TransferResult{TaskID: ps.p.TaskID, Type: ps.after.taskType,
+				Priority: ps.after.priority, Attempt: ps.after.attempt, NextRunTimeMs: ps.after.next,
+				EventID: eventIDs[k]}
+			if ps.p.Also != nil {
+				if err := ps.p.Also(ctx, tx); err != nil {
+					return fmt.Errorf("transfer task %d: %w", ps.p.TaskID, err)
+				}
+			}
+			k++
+		}
+	}
+	return nil
+}
+
+// lockRows reads and locks the rows of ids; ascending primary-key order
+// keeps concurrent batches from deadlocking on each other.
+func lockRows(ctx context.Context, tx *sql.Tx, ids []int64) (map[int64]rowState, error) {
+	uniq := slices.Clone(ids)
+	slices.Sort(uniq)
+	uniq = slices.Compact(uniq)
+	rows := make(map[int64]rowState, len(uniq))
+	for chunk := range slices.Chunk(uniq, batchChunkRows) {
+		args := make([]any, len(chunk))
+		for i, id := range chunk {
+			args[i] = id
+		}
+		r, err := tx.QueryContext(ctx, `SELECT id, task_type, priority, attempt, next_run_time, status
+			FROM tasks FORCE INDEX (PRIMARY) WHERE id IN (?`+strings.Repeat(", ?", len(chunk)-1)+`) ORDER BY id FOR UPDATE`, args...)
+		if err != nil {
+			return nil, fmt.Errorf("lock tasks for transfer: %w", err)
+		}
+		for r.Next() {
+			var (
+				id     int64
+				st     rowState
+				prio   int
+				status string
+			)
+			if err := r.Scan(&id, &st.taskType, &prio, &st.attempt, &st.next, &status); err != nil {
+				r.Close()
+				return nil, fmt.Errorf("lock tasks for transfer: %w", err)
+			}
+			st.priority = contracts.PriorityFromRank(prio)
+			st.status = contracts.Status(status)
+			rows[id] = st
+		}
+		if err := r.Close(); err != nil {
+			return nil, fmt.Errorf("lock tasks for transfer: %w", err)
+		}
+		if err := r.Err(); err != nil {
+			return nil, fmt.Errorf("lock tasks for transfer: %w", err)
+		}
+	}
+	return rows, nil
+}
+
+// setClause is what a step changes on its row, as SQL and arguments.
+func setClause(p TransferParams, at time.Time) (string, []any) {
 	set := []string{"status = ?", "updated_at = ?"}
 	args := []any{string(p.To), at}
 	if p.Claim {
@@ -173,56 +381,47 @@ func (s *Store) transferTx(ctx context.Context, tx *sql.Tx, p TransferParams) (*
 		set = append(set, "next_run_time = ?")
 		args = append(args, *p.NextRunTimeMs)
 	}
-	where := "id = ? AND status = ?"
-	args = append(args, p.TaskID, string(p.From))
-	if p.Attempt != nil {
-		where += " AND attempt = ?"
-		args = append(args, *p.Attempt)
-	}
-	r, err := tx.ExecContext(ctx, "UPDATE tasks SET "+strings.Join(set, ", ")+" WHERE "+where, args...)
-	if err != nil {
-		return nil, fmt.Errorf("transfer task %d %s->%s: %w", p.TaskID, p.From, p.To, err)
-	}
-	n, err := r.RowsAffected()
-	if err != nil {
-		return nil, fmt.Errorf("transfer task %d: rows affected: %w", p.TaskID, err)
-	}
-	var (
-		res  TransferResult
-		prio int
-		cur  string
-	)
-	row := tx.QueryRowContext(ctx, `SELECT task_type, priority, attempt, next_run_time, status FROM tasks WHERE id = ?`, p.TaskID)
-	if err := row.Scan(&res.Type, &prio, &res.Attempt, &res.NextRunTimeMs, &cur); err != nil {
-		if errors.Is(err, sql.ErrNoRows) {
-			return nil, fmt.Errorf("task %d: %w", p.TaskID, ErrNotFound)
+	return strings.Join(set, ", "), args
+}
+
+// updateRows applies the planned steps in order, folding runs of steps that
+// change distinct rows in the same way into one UPDATE ... WHERE id IN. The
+// rows are locked and were checked, so each statement must match every row
+// it names; anything else is a bug and rolls the batch back.
+func updateRows(ctx context.Context, tx *sql.Tx, plan []plannedStep, at time.Time) error {
+	for len(plan) > 0 {
+		set, args := setClause(plan[0].p, at)
+		from := plan[0].p.From
+		n := 1
+		seen := map[int64]bool{plan[0].p.TaskID: true}
+		for n < len(plan) && n < batchChunkRows && !seen[plan[n].p.TaskID] && plan[n].p.From == from {
+			s2, a2 := setClause(plan[n].p, at)
+			if s2 != set || !slices.Equal(a2, args) {
+				break
+			}
+			seen[plan[n].p.TaskID] = true
+			n++
 		}
-		return nil, fmt.Errorf("transfer task %d: reload: %w", p.TaskID, err)
-	}
-	if n == 0 {
-		ce := &ConflictError{TaskID: p.TaskID, From: p.From, To: p.To, Actual: contracts.Status(cur),
-			ActualAttempt: res.Attempt, Fenced: p.Attempt != nil}
-		if p.Attempt != nil {
-			ce.WantAttempt = *p.Attempt
+		where := make([]any, 0, n+1)
+		for _, ps := range plan[:n] {
+			where = append(where, ps.p.TaskID)
 		}
-		return nil, ce
-	}
-	res.TaskID = p.TaskID
-	res.Priority = contracts.PriorityFromRank(prio)
-	res.EventID, err = s.recordTx(ctx, tx, transferRecord{
-		taskID: p.TaskID, taskType: res.Type, from: p.From, to: p.To, attempt: res.Attempt,
-		priority: res.Priority, nextRunTimeMs: res.NextRunTimeMs, reason: p.Reason,
-		actor: s.actorOr(p.Actor), at: at,
-	})
-	if err != nil {
-		return nil, err
-	}
-	if p.Also != nil {
-		if err := p.Also(ctx, tx); err != nil {
-			return nil, fmt.Errorf("transfer task %d: %w", p.TaskID, err)
+		where = append(where, string(from))
+		r, err := tx.ExecContext(ctx, "UPDATE tasks FORCE INDEX (PRIMARY) SET "+set+" WHERE id IN (?"+
+			strings.Repeat(", ?", n-1)+") AND status = ?", append(args, where...)...)
+		if err != nil {
+			return fmt.Errorf("transfer %d task(s) %s->%s: %w", n, from, plan[0].p.To, err)
 		}
+		got, err := r.RowsAffected()
+		if err != nil {
+			return fmt.Errorf("transfer: rows affected: %w", err)
+		}
+		if got != int64(n) {
+			return fmt.Errorf("transfer %s->%s: %d of %d locked rows matched", from, plan[0].p.To, got, n)
+		}
+		plan = plan[n:]
 	}
-	return &res, nil
+	return nil
 }
 
 type transferRecord struct {

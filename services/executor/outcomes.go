@@ -1,0 +1,95 @@
+package executor
+
+import (
+	"context"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/axsched/ax/services/internal/store"
+)
+
+// maxOutcomeBatch bounds how many outcomes one transaction records.
+const maxOutcomeBatch = 256
+
+// outcome is one finished run waiting for its transfer to be recorded.
+type outcome struct {
+	r     *run
+	steps []store.TransferParams
+	done  chan error
+}
+
+// recordOutcome hands the outcome of r to the writer and waits for it to
+// be committed (or refused); the writer then releases r's lease.
+func (e *Executor) recordOutcome(r *run, steps []store.TransferParams) error {
+	o := outcome{r: r, steps: steps, done: make(chan error, 1)}
+	e.outcomes <- o
+	return <-o.done
+}
+
+// writeOutcomes records outcomes until the channel closes. Whatever queued
+// up while the previous transaction committed goes into the next one, so
+// under load a commit carries hundreds of outcomes and when idle an outcome
+// waits for nothing. Leases are released after the commit, in one pipeline.
+func (e *Executor) writeOutcomes(in <-chan outcome) {
+	for o := range in {
+		batch := []outcome{o}
+	more:
+		for len(batch) < maxOutcomeBatch {
+			select {
+			case o, ok := <-in:
+				if !ok {
+					break more
+				}
+				batch = append(batch, o)
+			default:
+				break more
+			}
+		}
+		e.writeBatch(batch)
+	}
+}
+
+func (e *Executor) writeBatch(batch []outcome) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	chains := make([][]store.TransferParams, len(batch))
+	runs := make([]*run, len(batch))
+	for i, o := range batch {
+		chains[i], runs[i] = o.steps, o.r
+	}
+	out, err := e.store.TransferBatch(ctx, chains)
+	if err != nil {
+		// One chain's extra write may have sunk the batch: record each on
+		// its own so the others are not held hostage.
+		e.logger.Warn("outcome batch failed; recording one by one", "outcomes", len(batch), "err", err)
+		for _, o := range batch {
+			_, err := e.store.TransferChain(ctx, o.steps...)
+			o.done <- err
+		}
+	} else {
+		for i, o := range batch {
+			o.done <- out[i].Err
+		}
+	}
+	e.releaseLocks(runs)
+}
+
+// releaseLocks deletes the leases of runs that still hold this attempt's
+// value, in one round trip; a lease it cannot release expires by itself.
+func (e *Executor) releaseLocks(runs []*run) {
+	if len(runs) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_, err := e.rdb.Pipelined(ctx, func(pipe redis.Pipeliner) error {
+		for _, r := range runs {
+			releaseScript.Eval(ctx, pipe, []string{r.lockKey}, r.lockVal)
+		}
+		return nil
+	})
+	if err != nil && err != redis.Nil {
+		e.logger.Warn("release leases failed; they expire by themselves", "leases", len(runs), "err", err)
+	}
+}

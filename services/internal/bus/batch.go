@@ -1,0 +1,93 @@
+package bus
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"golang.org/x/sync/errgroup"
+)
+
+// BatchHandler handles messages that arrived together. A nil error
+// acknowledges all of them; an error hands them all back for redelivery
+// after a short delay, so a handler must be idempotent per message.
+type BatchHandler func(ctx context.Context, msgs []jetstream.Msg) error
+
+// ConsumeBatches consumes spec's durable consumer in batches until ctx
+// ends: a worker takes the first waiting message and whatever else has
+// already arrived, up to max, and handles them at once. Under load a batch
+// fills up and its cost (one MySQL transaction, one Redis pipeline) is
+// shared by many messages; when idle a message waits for nothing.
+// spec.Parallel workers handle batches concurrently.
+func ConsumeBatches(ctx context.Context, js jetstream.JetStream, spec ConsumerSpec, max int, logger *slog.Logger, handle BatchHandler) error {
+	spec = spec.withDefaults()
+	c, err := spec.declare(ctx, js)
+	if err != nil {
+		return err
+	}
+	in := make(chan jetstream.Msg, 2*max)
+	cc, err := c.Consume(func(m jetstream.Msg) {
+		select {
+		case in <- m:
+		case <-ctx.Done():
+			// Not acknowledged: redelivered after AckWait to whoever runs.
+		}
+	}, jetstream.PullMaxMessages(2*max), jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
+		if !errors.Is(err, jetstream.ErrNoHeartbeat) {
+			logger.Debug("consume", "consumer", spec.Name, "err", err)
+		}
+	}))
+	if err != nil {
+		return fmt.Errorf("consume %s: %w", spec.Name, err)
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	for range spec.Parallel {
+		g.Go(func() error {
+			for {
+				var batch []jetstream.Msg
+				select {
+				case <-gctx.Done():
+					return nil
+				case m := <-in:
+					batch = append(batch, m)
+				}
+			more:
+				for len(batch) < max {
+					select {
+					case m := <-in:
+						batch = append(batch, m)
+					default:
+						break more
+					}
+				}
+				if err := handle(gctx, batch); err != nil {
+					if gctx.Err() == nil {
+						logger.Warn("batch failed; redelivering", "consumer", spec.Name, "messages", len(batch), "err", err)
+					}
+					for _, m := range batch {
+						_ = m.NakWithDelay(250 * time.Millisecond)
+					}
+					continue
+				}
+				for _, m := range batch {
+					_ = m.Ack()
+				}
+			}
+		})
+	}
+	err = g.Wait()
+	cc.Stop()
+	// Hand back what arrived but was not handled, so another replica takes
+	// it at once instead of after AckWait.
+	for {
+		select {
+		case m := <-in:
+			_ = m.Nak()
+		default:
+			return err
+		}
+	}
+}
