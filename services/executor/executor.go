@@ -210,7 +210,7 @@ func (e *Executor) Run(ctx context.Context) error {
 	}
 	runBase, cancelRuns := context.WithCancelCause(context.WithoutCancel(ctx))
 	defer cancelRuns(errShutdown)
-	e.runBase = runBase
+	e.runBase = withBenchConn(runBase, e.conn.NC)
 
 	unsubscribe, err := e.watchCancellations()
 	if err != nil {
