@@ -40,9 +40,15 @@ vet:
 	if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
 	$(GO) vet $(PKGS)
 
-## bench: Go micro-benchmarks of the hot paths, with allocations.
-bench: servers
+# `make bench` knobs: runs per workload (figures are medians) and extra
+# `ax bench` flags, e.g. BENCH_FLAGS='--topology split --cpuprofile prof'.
+BENCH_REPS  ?= 1
+BENCH_FLAGS ?=
+
+## bench: Go micro-benchmarks of the hot paths (with allocations), then `ax bench`: the standard end-to-end workloads.
+bench: build $(BIN)/nats-server servers
 	$(GO) test -run '^$$' -bench . -benchmem -count=1 $(PKGS)
+	$(BIN)/ax bench --reps $(BENCH_REPS) $(BENCH_FLAGS)
 
 clean:
 	rm -rf $(BIN) .data

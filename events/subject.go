@@ -32,6 +32,11 @@ const (
 	// fencing (a TaskTransferred whose From and To are the current state).
 	SubjectTaskRejected = "ax.events.task.rejected"
 
+	// SubjectBenchDone carries BenchDone reports of the built-in ax.bench
+	// task type to the `ax bench` harness. It is core NATS, outside both
+	// streams: a benchmark report is fire-and-forget and never stored.
+	SubjectBenchDone = "ax.bench.done"
+
 	taskEventPrefix = "ax.events.task."
 	execPrefix      = "ax.work.exec."
 )

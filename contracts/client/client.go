@@ -22,13 +22,29 @@ type Client struct {
 	http *http.Client
 }
 
+// Option changes how a Client is built.
+type Option func(*Client)
+
+// WithHTTPClient sends requests through hc instead of a default client with
+// a 30 s timeout. A producer that keeps many requests in flight (a load
+// generator, a bulk importer) needs a transport that keeps as many idle
+// connections per host, or every request beyond the default two opens a
+// new connection.
+func WithHTTPClient(hc *http.Client) Option {
+	return func(c *Client) { c.http = hc }
+}
+
 // New returns a client for baseURL ("http://127.0.0.1:8080"); a bare
 // host:port gets "http://".
-func New(baseURL string) *Client {
+func New(baseURL string, opts ...Option) *Client {
 	if !strings.Contains(baseURL, "://") {
 		baseURL = "http://" + baseURL
 	}
-	return &Client{base: strings.TrimRight(baseURL, "/"), http: &http.Client{Timeout: 30 * time.Second}}
+	c := &Client{base: strings.TrimRight(baseURL, "/"), http: &http.Client{Timeout: 30 * time.Second}}
+	for _, o := range opts {
+		o(c)
+	}
+	return c
 }
 
 // Submit creates a task; Task.Deduplicated tells whether an existing task

@@ -215,7 +215,7 @@ func (e *Executor) Run(ctx context.Context) error {
 	}
 	runBase, cancelRuns := context.WithCancelCause(context.WithoutCancel(ctx))
 	defer cancelRuns(errShutdown)
-	e.runBase = runBase
+	e.runBase = withBenchConn(runBase, e.conn.NC)
 	e.outcomes = make(chan outcome, maxOutcomeBatch)
 	writerDone := make(chan struct{})
 	go func() { defer close(writerDone); e.writeOutcomes(e.outcomes) }()

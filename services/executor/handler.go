@@ -101,5 +101,6 @@ func Builtins() []TypeSpec {
 		{Name: TypeNoop, Handler: Noop},
 		{Name: TypeSleep, Handler: Sleep},
 		{Name: TypeFlaky, Handler: Flaky},
+		{Name: TypeBench, Handler: Bench},
 	}
 }

@@ -83,6 +83,7 @@ type serverFlags struct {
 	webhooks    []string
 	secretFile  string
 	heartbeat   time.Duration
+	cpuProfile  string
 }
 
 func defaultNode() string {
@@ -126,13 +127,16 @@ func (f *serverFlags) register(fs *pflag.FlagSet, command string) {
 	fs.DurationVar(&c.Executor.AgingAfter, "aging-after", envDur("AX_AGING_AFTER", 30*time.Second), "a task overdue this long counts one lane higher, per period [AX_AGING_AFTER]")
 	fs.IntVar(&f.concurrency, "concurrency", envInt("AX_CONCURRENCY", 32), "tasks of each built-in type run at once by this executor [AX_CONCURRENCY]")
 
-	fs.BoolVar(&f.builtins, "builtins", envBool("AX_BUILTINS", true), "serve the built-in types ax.noop, ax.sleep and ax.flaky [AX_BUILTINS]")
+	fs.BoolVar(&f.builtins, "builtins", envBool("AX_BUILTINS", true), "serve the built-in types ax.noop, ax.sleep, ax.flaky and ax.bench [AX_BUILTINS]")
 	fs.StringArrayVar(&f.webhooks, "webhook", nil, "serve task type TYPE by POSTing each task to URL, as TYPE=URL (repeatable); signed with the secret from --webhook-secret-file or AX_WEBHOOK_SECRET")
 	fs.StringVar(&f.secretFile, "webhook-secret-file", envStr("AX_WEBHOOK_SECRET_FILE", ""), "file holding the webhook signing secret [AX_WEBHOOK_SECRET_FILE]")
 	fs.DurationVar(&c.Reaper.Interval, "reap-interval", envDur("AX_REAP_INTERVAL", time.Second), "reaper pass period [AX_REAP_INTERVAL]")
 	fs.DurationVar(&f.heartbeat, "heartbeat-interval", envDur("AX_HEARTBEAT_INTERVAL", 3*time.Second), "executor membership heartbeat period; three missed mean dead [AX_HEARTBEAT_INTERVAL]")
 	fs.DurationVar(&c.Reaper.TimeoutGrace, "timeout-grace", envDur("AX_TIMEOUT_GRACE", 30*time.Second), "how long past its timeout a silent RUNNING task may be before the reaper records TIMEOUT [AX_TIMEOUT_GRACE]")
 	fs.DurationVar(&c.Reaper.Silence, "reap-silence", envDur("AX_REAP_SILENCE", 15*time.Second), "heartbeat silence after which a RUNNING task's lease is checked [AX_REAP_SILENCE]")
+	// No AX_* variable: one environment is often shared by several
+	// processes, which must not write the same profile file.
+	fs.StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to FILE at a clean exit (runtime/pprof)")
 }
 
 func (f *serverFlags) logger() (*slog.Logger, error) {

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"errors"
+
 	"github.com/spf13/cobra"
 
 	"github.com/axsched/ax/services/internal/app"
@@ -17,7 +19,7 @@ func newRootCmd() *cobra.Command {
 	for _, s := range app.AllServices {
 		root.AddCommand(newServerCmd(string(s), "Run the "+string(s)+" service against an external NATS server", []app.Service{s}, false))
 	}
-	root.AddCommand(newMigrateCmd(), newTaskCmd(), newDLQCmd(), newTypeCmd(), newNodesCmd())
+	root.AddCommand(newMigrateCmd(), newTaskCmd(), newDLQCmd(), newTypeCmd(), newNodesCmd(), newBenchCmd())
 	return root
 }
 
@@ -41,7 +43,11 @@ func newServerCmd(name, short string, services []app.Service, embedded bool) *co
 			cfg.Types = types
 			cfg.Executor.HeartbeatInterval = f.heartbeat
 			cfg.Reaper.HeartbeatInterval = f.heartbeat
-			return app.Run(cmd.Context(), cfg, services, logger)
+			stopProfile, err := startCPUProfile(f.cpuProfile)
+			if err != nil {
+				return err
+			}
+			return errors.Join(app.Run(cmd.Context(), cfg, services, logger), stopProfile())
 		},
 	}
 	f.register(cmd.Flags(), name)

@@ -1,0 +1,16 @@
+package events
+
+// BenchDone reports one run of an ax.bench handler to the `ax bench`
+// harness, on SubjectBenchDone over core NATS. The handler takes its times
+// itself, so the harness measures when work really started and ended rather
+// than when MySQL or an event said so. Times are Unix nanoseconds of the
+// executor's wall clock.
+type BenchDone struct {
+	TaskID  int64 `json:"task_id,string"`
+	Attempt int   `json:"attempt"`
+	// StartNs is taken on entry to the handler, EndNs just before it returns.
+	StartNs int64 `json:"start_ns"`
+	EndNs   int64 `json:"end_ns"`
+	// OK is false for an attempt the payload told to fail.
+	OK bool `json:"ok"`
+}

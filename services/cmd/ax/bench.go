@@ -1,0 +1,118 @@
+package main
+
+import (
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/axsched/ax/services/internal/bench"
+)
+
+// newBenchCmd is `ax bench`: the standard workloads of SPEC P1 through the
+// public path, printed as figures. It never fails on speed; it fails when
+// tasks went missing or ax could not be run. It reads no AX_* variables:
+// an exported AX_API must not turn a local run into a remote one.
+func newBenchCmd() *cobra.Command {
+	var cfg bench.Config
+	var output, natsServer string
+	var pids []string
+	cmd := &cobra.Command{
+		Use:   "bench",
+		Short: "Run the standard workloads (throughput, latency, delayed, retry) and print figures",
+		Long: `Runs the standard workloads through the public path (submit API -> timer ->
+dispatcher -> executor) with the built-in ax.bench task type, and prints one
+row of figures per workload (table: Markdown; json: one object per line).
+
+By default it starts ax itself for every run, with the durable defaults: a
+nats-server child (JetStream, store in a temp dir), ` + "`ax up --nats-url`" + ` (or five
+service processes with --topology split), a fresh MySQL database and Redis
+prefix, and stops and removes them at the end of the run. With --api it
+measures a running deployment instead (--nats-url and --mysql-dsn too).
+Progress goes to stderr, results to stdout. See docs/benchmarks.md.`,
+		Example: `  ax bench                                          # all four workloads, standard sizes
+  ax bench --workload throughput --n 5000 --reps 3 -o json
+  ax bench --topology split --cpuprofile prof/
+  ax bench --api http://10.0.0.5:8080 --nats-url nats://10.0.0.5:4222 \
+    --mysql-dsn 'ax:pw@tcp(10.0.0.6:3306)/ax' --pid ax=4242`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg.Logger = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelInfo}))
+			if err := completeBenchConfig(&cfg, natsServer, pids); err != nil {
+				return err
+			}
+			if output != bench.FormatTable && output != bench.FormatJSON {
+				return fmt.Errorf("--output %q: want table or json", output)
+			}
+			results, runErr := bench.Run(cmd.Context(), cfg)
+			if err := bench.Write(cmd.OutOrStdout(), output, results); err != nil {
+				return err
+			}
+			return runErr
+		},
+	}
+	fs := cmd.Flags()
+	fs.StringSliceVar(&cfg.Workloads, "workload", bench.AllWorkloads, "workloads to run, comma-separated")
+	fs.IntVar(&cfg.N, "n", bench.NDefault, "throughput: tasks per run")
+	fs.IntVar(&cfg.Rate, "rate", bench.RateDefault, "latency, delayed: submissions per second (open loop, one task per HTTP call)")
+	fs.DurationVar(&cfg.Duration, "duration", bench.DurationDefault, "latency, delayed: how long the open loop submits")
+	fs.DurationVar(&cfg.Delay, "delay", bench.DelayDefault, "delayed: each task's delay")
+	fs.IntVar(&cfg.RetryN, "retry-n", bench.RetryNDefault, "retry: tasks that fail once, then succeed")
+	fs.IntVar(&cfg.Concurrency, "concurrency", bench.ConcurrencyDefault, "tasks the started executor runs at once (ax --concurrency)")
+	fs.IntVar(&cfg.Reps, "reps", bench.RepsDefault, "runs per workload; each figure is the median")
+	fs.StringVarP(&output, "output", "o", bench.FormatTable, "table (Markdown) or json (one object per workload per line)")
+	fs.IntVar(&cfg.BatchSize, "batch", bench.BatchSizeDefault, "tasks per batch submission (at most 1000)")
+	fs.IntVar(&cfg.BatchWorkers, "batch-workers", bench.BatchWorkersDefault, "batch submissions in flight")
+	fs.IntVar(&cfg.MaxInFlight, "max-in-flight", bench.MaxInFlightDefault, "open loop: most outstanding submissions")
+	fs.DurationVar(&cfg.StallTimeout, "stall-timeout", bench.StallTimeoutDefault, "give up on a run when no task finished for this long")
+	fs.StringVar(&cfg.Topology, "topology", bench.TopologyUp, "local mode: up (one `ax up` process) or split (five service processes)")
+	fs.StringVar(&natsServer, "nats-server", "", "local mode: nats-server executable (default: nats-server next to ax)")
+	fs.StringVar(&cfg.MySQLDSN, "mysql-dsn", bench.MySQLDSNDefault, "local mode: MySQL server; each run gets a fresh database <name>_<random>, dropped after. Remote mode: the deployment's database")
+	fs.StringVar(&cfg.RedisAddr, "redis-addr", bench.RedisAddrDefault, "local mode: Redis for the started ax (a fresh key prefix per run, deleted after)")
+	fs.StringVar(&cfg.CPUProfileDir, "cpuprofile", "", "local mode: directory where the ax processes of the throughput run write CPU profiles")
+	fs.StringVar(&cfg.API, "api", "", "remote mode: submitter base URL of a running deployment")
+	fs.StringVar(&cfg.NATSURL, "nats-url", "", "remote mode: the deployment's NATS, where ax.bench reports arrive")
+	fs.StringArrayVar(&pids, "pid", nil, "remote mode: sample a process's CPU and RSS, as name=PID (repeatable)")
+	return cmd
+}
+
+// completeBenchConfig fills in what flags leave implicit: the executables
+// of local mode, the --pid list and an absolute profile directory.
+func completeBenchConfig(cfg *bench.Config, natsServer string, pids []string) error {
+	for _, p := range pids {
+		name, v, ok := strings.Cut(p, "=")
+		pid, err := strconv.Atoi(v)
+		if !ok || name == "" || err != nil || pid <= 0 {
+			return fmt.Errorf("--pid %q: want name=PID", p)
+		}
+		cfg.PIDs = append(cfg.PIDs, bench.NamedPID{Name: name, PID: pid})
+	}
+	if cfg.Remote() {
+		return nil
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("find the ax executable: %w", err)
+	}
+	cfg.AxBin = exe
+	cfg.NATSServer = natsServer
+	if cfg.NATSServer == "" {
+		cfg.NATSServer = filepath.Join(filepath.Dir(exe), "nats-server")
+	}
+	if _, err := os.Stat(cfg.NATSServer); err != nil {
+		return fmt.Errorf("nats-server: %w (build it with `make bin/nats-server`, or give --nats-server)", err)
+	}
+	if cfg.CPUProfileDir != "" {
+		if cfg.CPUProfileDir, err = filepath.Abs(cfg.CPUProfileDir); err != nil {
+			return fmt.Errorf("--cpuprofile: %w", err)
+		}
+		if err := os.MkdirAll(cfg.CPUProfileDir, 0o755); err != nil {
+			return fmt.Errorf("--cpuprofile: %w", err)
+		}
+	}
+	return nil
+}

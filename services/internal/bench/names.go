@@ -1,0 +1,43 @@
+package bench
+
+// Workload names, fixed by SPEC P1.
+const (
+	Throughput = "throughput"
+	Latency    = "latency"
+	Delayed    = "delayed"
+	Retry      = "retry"
+)
+
+// AllWorkloads lists the workloads in the order they run.
+var AllWorkloads = []string{Throughput, Latency, Delayed, Retry}
+
+// Metric names. The workload figures are fixed by SPEC P1; docs/benchmarks.md
+// says how each is measured.
+const (
+	mE2ETPS      = "e2e_tps"
+	mEnqueueTPS  = "enqueue_tps"
+	mProcessTPS  = "process_tps"
+	mDrain       = "drain_s"
+	mLatency     = "latency" // latency_p50_ms ... latency_max_ms
+	mDelayed     = "delayed" // delayed_p50_ms ... delayed_max_ms
+	mEarly       = "early_count"
+	mRetryTotal  = "retry_total_s"
+	mRetryGap    = "retry_gap" // retry_gap_p50_ms ...: failed attempt's end to the retry's start
+	mSubmitCall  = "submit"    // submit_p50_ms ...: one HTTP submission, call to answer
+	mSubmitLag   = "submit_lag_max_ms"
+	mAchieved    = "achieved_rate"
+	mTasks       = "tasks"
+	mRuns        = "runs"
+	mWindow      = "window_s"
+	prefixCPU    = "cpu_s."
+	prefixRSS    = "peak_rss_mb."
+	cpuTotalName = "total"
+	harnessName  = "harness"
+
+	// Counters that must stay zero (reported as the worst rep).
+	mMissing        = "missing"
+	mDuplicates     = "duplicates"
+	mDropped        = "dropped"
+	mSubmitErrors   = "submit_errors"
+	mRanWhilePaused = "ran_while_paused"
+)

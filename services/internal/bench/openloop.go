@@ -1,0 +1,119 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/axsched/ax/contracts"
+	"github.com/axsched/ax/services/executor"
+)
+
+// latency submits tasks due at once in an open loop and measures handler
+// start minus submit call start.
+func (r *run) latency(ctx context.Context) ([]Metric, error) {
+	return r.openLoopWorkload(ctx, contracts.SubmitRequest{Type: executor.TypeBench}, mLatency,
+		func(s sent, started int64) float64 { return ms(started - s.startNs) }, 50, 90, 99)
+}
+
+// delayed submits tasks due Delay after submission and measures handler
+// start minus the due time the API answered; a start before it is early.
+func (r *run) delayed(ctx context.Context) ([]Metric, error) {
+	return r.openLoopWorkload(ctx, contracts.SubmitRequest{Type: executor.TypeBench, Delay: r.cfg.Delay.String()}, mDelayed,
+		func(s sent, started int64) float64 { return ms(started - s.dueNs) }, 50, 99)
+}
+
+// openLoopWorkload runs the open loop with req, waits for every accepted
+// task and summarises of(sent, handler start) under prefix. The delayed
+// workload also counts early starts.
+func (r *run) openLoopWorkload(ctx context.Context, req contracts.SubmitRequest, prefix string,
+	of func(s sent, startedNs int64) float64, percentiles ...float64) ([]Metric, error) {
+	r.startCosts()
+	out, elapsed := r.openLoop(ctx, req)
+	var ids []int64
+	var calls, lags []float64
+	failed := 0
+	for _, s := range out {
+		lags = append(lags, ms(int64(s.lag)))
+		if s.failed {
+			failed++
+			continue
+		}
+		ids = append(ids, s.id)
+		calls = append(calls, ms(int64(s.call)))
+	}
+	r.logger.Info("open loop done; waiting for the handlers", "submitted", len(ids), "failed", failed)
+	werr := r.col.wait(ctx, ids, r.cfg.StallTimeout)
+	costs := r.meter.stop()
+	var samples []float64
+	early := 0
+	for _, s := range out {
+		if s.failed {
+			continue
+		}
+		runs := r.col.runsOf(s.id)
+		if !runs.hasFirst {
+			continue
+		}
+		samples = append(samples, of(s, runs.first.StartNs))
+		if s.dueNs > 0 && runs.first.StartNs < s.dueNs {
+			early++
+		}
+	}
+	figures := latencyMetrics(prefix, samples, percentiles...)
+	if prefix == mDelayed {
+		figures = append(figures, Metric{Name: mEarly, Value: float64(early)})
+	}
+	figures = append(figures, latencyMetrics(mSubmitCall, calls, 50, 99)...)
+	figures = append(figures,
+		Metric{Name: mSubmitLag, Value: Percentile(sortedCopy(lags), 100)},
+		Metric{Name: mAchieved, Value: rate(len(ids), elapsed)},
+		Metric{Name: mSubmitErrors, Value: float64(failed)})
+	t := r.col.tally(ids)
+	return join(figures, t.metrics(len(ids), r.col.dropped()), costs), werr
+}
+
+// retry submits RetryN tasks whose first attempt fails, with the type's
+// backoff at its smallest, and measures until the last retry succeeded.
+func (r *run) retry(ctx context.Context) (_ []Metric, err error) {
+	prev, err := r.api.GetType(ctx, executor.TypeBench)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", executor.TypeBench, err)
+	}
+	least := contracts.MinTypeDuration.String()
+	if _, err := r.api.UpdateType(ctx, executor.TypeBench, contracts.TaskTypeUpdate{BackoffBase: &least, BackoffCap: &least}); err != nil {
+		return nil, fmt.Errorf("set %s backoff to %s: %w", executor.TypeBench, least, err)
+	}
+	defer func() { // a deployment gets its settings back
+		_, rerr := r.api.UpdateType(context.WithoutCancel(ctx), executor.TypeBench,
+			contracts.TaskTypeUpdate{BackoffBase: &prev.BackoffBase, BackoffCap: &prev.BackoffCap})
+		err = errors.Join(err, rerr)
+	}()
+	if err := sleep(ctx, typeSettle); err != nil {
+		return nil, err
+	}
+	n := r.cfg.RetryN
+	r.startCosts()
+	t0 := time.Now()
+	ids, err := r.submitBatches(ctx, benchTasks(n, `{"fail_attempts":1}`))
+	if err != nil {
+		return nil, err
+	}
+	werr := r.col.wait(ctx, ids, r.cfg.StallTimeout)
+	costs := r.meter.stop()
+	t := r.col.tally(ids)
+	var gaps []float64
+	for _, id := range ids {
+		if runs := r.col.runsOf(id); runs.hasSucc && runs.hasFailed {
+			gaps = append(gaps, ms(runs.success.StartNs-runs.failed.EndNs))
+		}
+	}
+	total := math.NaN()
+	if t.lastEndNs > 0 {
+		total = time.Duration(t.lastEndNs - t0.UnixNano()).Seconds()
+	}
+	figures := append([]Metric{{Name: mRetryTotal, Value: total}}, latencyMetrics(mRetryGap, gaps, 50, 99)...)
+	return join(figures, t.metrics(n, r.col.dropped()), costs), werr
+}

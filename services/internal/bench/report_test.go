@@ -1,0 +1,94 @@
+package bench
+
+import (
+	"bytes"
+	"encoding/json"
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestAggregate(t *testing.T) {
+	reps := [][]Metric{
+		{{mE2ETPS, 100}, {mMissing, 0}, {prefixCPU + "ax", 3}},
+		{{mE2ETPS, 300}, {mMissing, 2}, {prefixCPU + "ax", 1}},
+		{{mE2ETPS, 200}, {mMissing, 0}, {prefixCPU + "ax", 2}, {mEarly, 1}},
+	}
+	r := aggregate(Throughput, []Setting{{"n", 10}}, reps)
+	require.Equal(t, 3, r.Reps)
+	require.Equal(t, []Metric{
+		{mE2ETPS, 200},        // median
+		{mMissing, 2},         // must be zero: the worst rep
+		{prefixCPU + "ax", 2}, // median
+		{mEarly, 1},           // only in one rep, still the worst
+	}, r.Metrics)
+	v, ok := r.Metric(mE2ETPS)
+	require.True(t, ok)
+	require.Equal(t, 200.0, v)
+	_, ok = r.Metric("nope")
+	require.False(t, ok)
+}
+
+func sampleResults() []Result {
+	return []Result{
+		{Workload: Throughput, Reps: 1, Settings: []Setting{{"n", 50000}, {"submit", "batch"}},
+			Metrics: []Metric{{mE2ETPS, 412.345}, {mDrain, 121.5}, {mMissing, 0},
+				{mWindow, 121.5}, {prefixCPU + "ax", 85.25}, {prefixRSS + "ax", 310.4}, {prefixCPU + "mysql", 40}, {prefixCPU + "total", 125.25}}},
+		{Workload: Delayed, Reps: 3, Settings: []Setting{{"rate", 1000}},
+			Metrics: []Metric{{"delayed_p50_ms", 4.567}, {mEarly, 0}, {"delayed_max_ms", math.NaN()}}},
+	}
+}
+
+func TestWriteTable(t *testing.T) {
+	var b bytes.Buffer
+	require.NoError(t, Write(&b, FormatTable, sampleResults()))
+	want := `| workload | settings | results |
+|---|---|---|
+| throughput | n=50000 submit=batch | e2e_tps=412, drain_s=122, missing=0 |
+| delayed | rate=1000 reps=3 (median) | delayed_p50_ms=4.57, early_count=0, delayed_max_ms=n/a |
+
+Per-process cost over each measured window (CPU seconds; peak RSS in MB from VmHWM):
+
+- throughput: window 122 s; ax 85.2 cpu_s 310 MB; mysql 40 cpu_s; total 125 cpu_s
+- delayed: not measured
+`
+	require.Equal(t, want, b.String())
+}
+
+func TestWriteJSON(t *testing.T) {
+	var b bytes.Buffer
+	require.NoError(t, Write(&b, FormatJSON, sampleResults()))
+	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
+	require.Len(t, lines, 2, "one object per workload per line")
+	var first struct {
+		Workload string             `json:"workload"`
+		Reps     int                `json:"reps"`
+		Settings map[string]any     `json:"settings"`
+		Metrics  map[string]float64 `json:"metrics"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(lines[0]), &first))
+	require.Equal(t, Throughput, first.Workload)
+	require.Equal(t, "batch", first.Settings["submit"])
+	require.Equal(t, 412.345, first.Metrics[mE2ETPS])
+	require.Equal(t, 85.25, first.Metrics["cpu_s.ax"])
+	require.NotContains(t, lines[1], "delayed_max_ms", "a NaN is left out, JSON has none")
+}
+
+func TestWriteRejectsUnknownFormat(t *testing.T) {
+	require.Error(t, Write(&bytes.Buffer{}, "xml", nil))
+}
+
+func TestFormatNumber(t *testing.T) {
+	tests := []struct {
+		v    float64
+		want string
+	}{
+		{0, "0"}, {50000, "50000"}, {412.345, "412"}, {12.345, "12.3"}, {1.2345, "1.23"}, {0.0042, "0.00"},
+		{-3.5, "-3.50"}, {math.NaN(), "n/a"},
+	}
+	for _, tt := range tests {
+		require.Equal(t, tt.want, formatNumber(tt.v), "%v", tt.v)
+	}
+}

@@ -1,0 +1,146 @@
+package bench
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+
+	"github.com/axsched/ax/contracts"
+	"github.com/axsched/ax/contracts/client"
+	"github.com/axsched/ax/services/executor"
+)
+
+// run is one run of one workload against one target.
+type run struct {
+	cfg    *Config
+	logger *slog.Logger
+	target *target
+	api    *client.Client
+	db     *sql.DB
+	col    *collector
+	meter  *costMeter
+}
+
+// Run runs every workload of cfg Reps times and returns one Result per
+// workload. A run whose tasks did not all finish still reports what it
+// measured; the error then says what went wrong.
+func Run(ctx context.Context, cfg Config) ([]Result, error) {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	var results []Result
+	var errs []error
+	for _, w := range AllWorkloads {
+		if !slices.Contains(cfg.Workloads, w) {
+			continue
+		}
+		var reps [][]Metric
+		for rep := 1; rep <= cfg.Reps; rep++ {
+			cfg.Logger.Info("workload starting", "workload", w, "rep", rep, "of", cfg.Reps)
+			m, err := runWorkload(ctx, &cfg, w, rep)
+			if m != nil {
+				reps = append(reps, m)
+			}
+			if err != nil {
+				errs = append(errs, fmt.Errorf("%s rep %d: %w", w, rep, err))
+				if ctx.Err() != nil {
+					return results, errors.Join(errs...)
+				}
+			}
+		}
+		if len(reps) > 0 {
+			results = append(results, aggregate(w, settingsOf(&cfg, w), reps))
+		}
+	}
+	return results, errors.Join(errs...)
+}
+
+func runWorkload(ctx context.Context, cfg *Config, w string, rep int) ([]Metric, error) {
+	label := fmt.Sprintf("%s-%d", w, rep)
+	switch w {
+	case Throughput:
+		e2e, err := withRun(ctx, cfg, label, cfg.CPUProfileDir != "", (*run).throughputE2E)
+		if (err != nil && e2e == nil) || ctx.Err() != nil {
+			return e2e, err
+		}
+		proc, perr := withRun(ctx, cfg, label+"-process", false, (*run).throughputProcess)
+		return mergeProcess(e2e, proc), errors.Join(err, perr)
+	case Latency:
+		return withRun(ctx, cfg, label, false, (*run).latency)
+	case Delayed:
+		return withRun(ctx, cfg, label, false, (*run).delayed)
+	case Retry:
+		return withRun(ctx, cfg, label, false, (*run).retry)
+	}
+	return nil, fmt.Errorf("unknown workload %q", w)
+}
+
+// withRun starts (or, remotely, finds) the target, listens for reports,
+// runs fn and tears everything down whatever happened.
+func withRun(ctx context.Context, cfg *Config, label string, profile bool,
+	fn func(*run, context.Context) ([]Metric, error)) ([]Metric, error) {
+	r := &run{cfg: cfg, logger: cfg.Logger.With("run", label)}
+	if cfg.Remote() {
+		r.target = remoteTarget(cfg)
+	} else {
+		t, err := startLocal(ctx, cfg, label, profile)
+		if err != nil {
+			return nil, err
+		}
+		r.target = t
+		r.logger.Info("ax started", "topology", cfg.Topology, "api", t.api, "nats", t.natsURL)
+	}
+	defer r.target.stop()
+	col, err := listen(r.target.natsURL, r.logger)
+	if err != nil {
+		return nil, err
+	}
+	defer col.close()
+	r.col = col
+	if r.db, err = sql.Open("mysql", r.target.dsn); err != nil {
+		return nil, fmt.Errorf("open mysql: %w", err)
+	}
+	defer r.db.Close()
+	r.api = apiClient(r.target.api, cfg.MaxInFlight)
+	if _, err := r.api.GetType(ctx, executor.TypeBench); err != nil {
+		return nil, fmt.Errorf("task type %s: %w (its executors must serve the built-ins: --builtins, the default)", executor.TypeBench, err)
+	}
+	return fn(r, ctx)
+}
+
+// startCosts opens the measured window of the run.
+func (r *run) startCosts() { r.meter = startCosts(r.target.procs, r.logger) }
+
+// settingsOf lists what a workload ran with.
+func settingsOf(cfg *Config, w string) []Setting {
+	var s []Setting
+	switch w {
+	case Throughput:
+		s = []Setting{{"n", cfg.N}, {"submit", "batch"}, {"batch", cfg.BatchSize}, {"batch_workers", cfg.BatchWorkers}}
+	case Latency:
+		s = []Setting{{"rate", cfg.Rate}, {"duration", cfg.Duration.String()}, {"submit", "single"}}
+	case Delayed:
+		s = []Setting{{"rate", cfg.Rate}, {"duration", cfg.Duration.String()}, {"delay", cfg.Delay.String()}, {"submit", "single"}}
+	case Retry:
+		s = []Setting{{"n", cfg.RetryN}, {"fail_attempts", 1}, {"backoff", contracts.MinTypeDuration.String()}, {"submit", "batch"}}
+	}
+	if cfg.Remote() {
+		return append(s, Setting{"target", "remote"})
+	}
+	return append(s, Setting{"concurrency", cfg.Concurrency}, Setting{"topology", cfg.Topology})
+}
+
+// randomSuffix names one run's database and Redis prefix.
+func randomSuffix() string {
+	b := make([]byte, 4)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}

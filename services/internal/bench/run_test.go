@@ -1,0 +1,162 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+	"github.com/stretchr/testify/require"
+
+	"github.com/axsched/ax/services/internal/testenv"
+)
+
+// binDir returns the directory with the built ax and nats-server (make
+// sets AX_TEST_BIN_DIR for `make test`); without them the test is skipped,
+// or fails under CI=true.
+func binDir(t *testing.T) string {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("starts real ax processes")
+	}
+	dir := os.Getenv("AX_TEST_BIN_DIR")
+	if dir == "" {
+		testenv.Unavailable(t, "ax binaries", fmt.Errorf("AX_TEST_BIN_DIR is not set (make build bin/nats-server, then AX_TEST_BIN_DIR=$PWD/bin)"))
+	}
+	for _, b := range []string{"ax", "nats-server"} {
+		if _, err := os.Stat(filepath.Join(dir, b)); err != nil {
+			testenv.Unavailable(t, "ax binaries", err)
+		}
+	}
+	return dir
+}
+
+// mysqlServer returns the test MySQL server's DSN with the harness's
+// database prefix, or skips when it is down.
+func mysqlServer(t *testing.T) string {
+	t.Helper()
+	base := os.Getenv("AX_TEST_MYSQL_DSN")
+	if base == "" {
+		base = "root@tcp(127.0.0.1:3306)/"
+	}
+	c, err := mysql.ParseDSN(base)
+	require.NoError(t, err)
+	c.DBName = ""
+	db, err := sql.Open("mysql", c.FormatDSN())
+	require.NoError(t, err)
+	defer db.Close()
+	if err := db.Ping(); err != nil {
+		testenv.Unavailable(t, "mysql", err)
+	}
+	c.DBName = "axtest_bench_" + testenv.Suffix()
+	return c.FormatDSN()
+}
+
+// TestEveryWorkload runs every workload at a tiny size against ax started
+// by the harness and checks structural truths, never speed: every task
+// reported exactly once, none early, every figure present and positive,
+// nothing left behind.
+func TestEveryWorkload(t *testing.T) {
+	dir := binDir(t)
+	dsn := mysqlServer(t)
+	rdb, _ := testenv.Redis(t)
+	cfg := Config{
+		Workloads: AllWorkloads, N: 200, Rate: 50, Duration: 2 * time.Second, Delay: time.Second, RetryN: 20,
+		Concurrency: 16, Reps: 1, BatchSize: 50, BatchWorkers: 2, MaxInFlight: 100, StallTimeout: time.Minute,
+		AxBin: filepath.Join(dir, "ax"), NATSServer: filepath.Join(dir, "nats-server"), Topology: TopologyUp,
+		MySQLDSN: dsn, RedisAddr: rdb.Options().Addr, CPUProfileDir: t.TempDir(),
+		Logger: testenv.Logger(t).With("test", t.Name()),
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	results, err := Run(ctx, cfg)
+	require.NoError(t, err)
+	require.Len(t, results, len(AllWorkloads))
+
+	figures := map[string][]string{
+		Throughput: {mE2ETPS, mEnqueueTPS, mProcessTPS, mDrain},
+		Latency:    {"latency_p50_ms", "latency_p90_ms", "latency_p99_ms", "latency_max_ms"},
+		Delayed:    {"delayed_p50_ms", "delayed_p99_ms", "delayed_max_ms"},
+		Retry:      {mRetryTotal},
+	}
+	costs := []string{mWindow, "cpu_s.ax", "peak_rss_mb.ax", "cpu_s.nats", "peak_rss_mb.nats", "cpu_s.total"}
+	for i, r := range results {
+		require.Equal(t, AllWorkloads[i], r.Workload)
+		for _, name := range append(figures[r.Workload], costs...) {
+			v, ok := r.Metric(name)
+			require.True(t, ok, "%s: %s missing", r.Workload, name)
+			require.Positive(t, v, "%s: %s", r.Workload, name)
+		}
+		for _, name := range []string{mMissing, mDuplicates, mDropped} {
+			v, ok := r.Metric(name)
+			require.True(t, ok, "%s: %s missing", r.Workload, name)
+			require.Zero(t, v, "%s: %s: every task must be reported exactly once", r.Workload, name)
+		}
+		tasks, _ := r.Metric(mTasks)
+		runs, _ := r.Metric(mRuns)
+		switch r.Workload {
+		case Throughput:
+			require.Equal(t, 200.0, tasks)
+			require.Equal(t, tasks, runs, "one run per task")
+			paused, _ := r.Metric(mRanWhilePaused)
+			require.Zero(t, paused, "no task ran while its type was paused")
+		case Latency, Delayed:
+			require.Equal(t, 100.0, tasks, "rate 50 for 2 s")
+			require.Equal(t, tasks, runs)
+		case Retry:
+			require.Equal(t, 20.0, tasks)
+			require.Equal(t, 2*tasks, runs, "a failed first attempt and a successful retry")
+		}
+	}
+	early, ok := results[2].Metric(mEarly)
+	require.True(t, ok)
+	require.Zero(t, early, "no delayed task may start before its due time")
+
+	profiles, err := filepath.Glob(filepath.Join(cfg.CPUProfileDir, "throughput-1-up.pprof"))
+	require.NoError(t, err)
+	require.Len(t, profiles, 1, "the throughput run's ax wrote its CPU profile at a clean exit")
+	info, err := os.Stat(profiles[0])
+	require.NoError(t, err)
+	require.Positive(t, info.Size())
+
+	var table, lines bytes.Buffer
+	require.NoError(t, Write(&table, FormatTable, results))
+	require.Contains(t, table.String(), "submit=batch")
+	require.NoError(t, Write(&lines, FormatJSON, results))
+	require.Len(t, strings.Split(strings.TrimSpace(lines.String()), "\n"), len(AllWorkloads))
+	t.Logf("\n%s", table.String())
+
+	requireNothingLeft(t, dsn)
+}
+
+// requireNothingLeft checks that the runs dropped their databases and that
+// no process they started survived.
+func requireNothingLeft(t *testing.T, dsn string) {
+	t.Helper()
+	c, _ := mysql.ParseDSN(dsn)
+	prefix := c.DBName
+	c.DBName = ""
+	db, err := sql.Open("mysql", c.FormatDSN())
+	require.NoError(t, err)
+	defer db.Close()
+	var n int
+	require.NoError(t, db.QueryRow(`SELECT COUNT(*) FROM information_schema.schemata WHERE schema_name LIKE ?`, prefix+`\_%`).Scan(&n))
+	require.Zero(t, n, "bench databases left behind")
+	self := os.Getpid()
+	for _, pid := range FindProcs("", "ax", "nats-server") {
+		data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			continue
+		}
+		var ppid int
+		fields := strings.Fields(string(data[strings.LastIndexByte(string(data), ')')+1:]))
+		_, _ = fmt.Sscan(fields[1], &ppid)
+		require.NotEqual(t, self, ppid, "child %d still running", pid)
+	}
+}
