@@ -6,7 +6,9 @@
 // clock; everything else is dropped and counted. A passing task is
 // published on its type's executor subject with the attempt it has now, so
 // only a claim against that attempt can succeed, and the batch is marked
-// dispatched in one statement so the timer's reconciler leaves it alone.
+// dispatched in Redis (one pipeline, no MySQL row touched: a mark in the
+// tasks table locked the very rows the executors were claiming) so the
+// timer's reconciler leaves it alone.
 //
 // Replicas: any number may run; they share one durable consumer, and a
 // duplicate dispatch is absorbed by the executor's lock and attempt check.
@@ -21,11 +23,13 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/axsched/ax/contracts"
 	"github.com/axsched/ax/events"
 	"github.com/axsched/ax/services/internal/bus"
 	"github.com/axsched/ax/services/internal/clock"
+	"github.com/axsched/ax/services/internal/keys"
 	"github.com/axsched/ax/services/internal/metrics"
 	"github.com/axsched/ax/services/internal/store"
 )
@@ -45,6 +49,8 @@ type Config struct {
 
 // Dispatcher is the dispatcher service.
 type Dispatcher struct {
+	rdb    redis.UniversalClient
+	keys   keys.Keys
 	types  *store.TypeCache
 	cfg    Config
 	store  *store.Store
@@ -54,12 +60,12 @@ type Dispatcher struct {
 }
 
 // New builds a dispatcher.
-func New(cfg Config, st *store.Store, conn *bus.Conn, clk clock.Clock, logger *slog.Logger) *Dispatcher {
+func New(cfg Config, st *store.Store, rdb redis.UniversalClient, k keys.Keys, conn *bus.Conn, clk clock.Clock, logger *slog.Logger) *Dispatcher {
 	if cfg.Consumers <= 0 {
 		cfg.Consumers = ConsumersDefault
 	}
 	// A pause or resume reaches dispatch within a second.
-	return &Dispatcher{types: store.NewTypeCache(st, time.Second), cfg: cfg, store: st, conn: conn, clock: clk, logger: logger.With("service", "dispatcher")}
+	return &Dispatcher{rdb: rdb, keys: k, types: store.NewTypeCache(st, time.Second), cfg: cfg, store: st, conn: conn, clock: clk, logger: logger.With("service", "dispatcher")}
 }
 
 // dueBatch bounds how many due commands one pass checks and hands on.
@@ -92,7 +98,7 @@ func (d *Dispatcher) handleDue(ctx context.Context, msgs []jetstream.Msg) error 
 // of a type that is not paused to the executors of their type, on the lane
 // each was popped from (empty means the task's own). Everything else is
 // dropped and counted. One query, at most one transaction, one batch of
-// publishes and one bookkeeping statement serve the whole batch.
+// publishes and one Redis pipeline serve the whole batch.
 func (d *Dispatcher) DispatchBatch(ctx context.Context, dues []events.TaskDue) error {
 	if len(dues) == 0 {
 		return nil
@@ -212,13 +218,14 @@ type handOff struct {
 }
 
 // handOff publishes the tasks to their executors' subjects, awaiting every
-// acknowledgement, then marks them dispatched.
+// acknowledgement, then marks them dispatched in Redis.
 func (d *Dispatcher) handOff(ctx context.Context, hs []*handOff) error {
 	if len(hs) == 0 {
 		return nil
 	}
 	msgs := make([]bus.Msg, len(hs))
-	refs := make([]store.AttemptRef, len(hs))
+	marks := make([]redis.Z, len(hs))
+	now := float64(d.clock.Now().UnixMilli())
 	for i, h := range hs {
 		task := h.task
 		data, err := json.Marshal(events.TaskDispatched{
@@ -231,7 +238,7 @@ func (d *Dispatcher) handOff(ctx context.Context, hs []*handOff) error {
 		}
 		msgs[i] = bus.Msg{Subject: events.ExecSubject(task.Type, h.lane), EventType: events.TypeTaskDispatched,
 			CorrelationID: strconv.FormatInt(task.ID, 10), Data: data}
-		refs[i] = store.AttemptRef{ID: task.ID, Attempt: task.Attempt}
+		marks[i] = redis.Z{Score: now, Member: strconv.FormatInt(task.ID, 10)}
 	}
 	if err := bus.PublishBatch(ctx, d.conn.JS, msgs); err != nil {
 		return fmt.Errorf("dispatch %d task(s): %w", len(msgs), err)
@@ -239,7 +246,12 @@ func (d *Dispatcher) handOff(ctx context.Context, hs []*handOff) error {
 	for _, h := range hs {
 		metrics.Dispatched.WithLabelValues(h.task.Type).Inc()
 	}
-	return d.store.MarkDispatched(ctx, refs)
+	if err := d.rdb.ZAdd(ctx, d.keys.Dispatched(), marks...).Err(); err != nil {
+		// Only a hint is lost: the reconciler may re-drive these tasks
+		// early, and the executors' fencing absorbs the duplicate.
+		d.logger.Warn("mark dispatched failed", "tasks", len(marks), "err", err)
+	}
+	return nil
 }
 
 // paused reports whether a type is paused: "running" is believed from a

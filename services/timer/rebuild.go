@@ -3,11 +3,13 @@ package timer
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/oklog/ulid/v2"
 
 	"github.com/axsched/ax/services/internal/metrics"
+	"github.com/axsched/ax/services/internal/store"
 )
 
 const rebuildPage = 5000
@@ -65,25 +67,62 @@ func (t *Timer) reconcileLoop(ctx context.Context) error {
 	}
 }
 
+// reconcilePages bounds how many pages of candidates one reconcile pass
+// reads: under a deep backlog most candidates were dispatched and are
+// merely waiting for an executor.
+const reconcilePages = 10
+
 // Reconcile re-indexes READY tasks that are overdue by more than the grace
-// period and have not been dispatched recently: their READY event or their
-// due command was lost. It returns how many it re-indexed.
+// period and have not been dispatched recently (the dispatcher's marks in
+// Redis): their READY event or their due command was lost. It also trims
+// marks too old to matter. It returns how many tasks it re-indexed.
 func (t *Timer) Reconcile(ctx context.Context) (int, error) {
 	now, err := t.rdb.Time(ctx).Result()
 	if err != nil {
 		return 0, fmt.Errorf("redis time: %w", err)
 	}
+	recent := now.Add(-t.cfg.RedispatchAfter).UnixMilli()
+	if err := t.rdb.ZRemRangeByScore(ctx, t.keys.Dispatched(), "-inf", strconv.FormatInt(recent, 10)).Err(); err != nil {
+		return 0, fmt.Errorf("trim dispatch marks: %w", err)
+	}
 	horizon := now.Add(-t.cfg.ReconcileGrace).UnixMilli()
-	refs, err := t.store.StaleReady(ctx, horizon, t.cfg.ReconcileGrace, t.cfg.RedispatchAfter, t.cfg.Batch)
-	if err != nil {
-		return 0, err
+	total := 0
+	var after *store.DueRef
+	for range reconcilePages {
+		page, err := t.store.StaleReady(ctx, horizon, t.cfg.ReconcileGrace, after, t.cfg.Batch)
+		if err != nil {
+			return total, err
+		}
+		if len(page) == 0 {
+			break
+		}
+		after = &page[len(page)-1]
+		members := make([]string, len(page))
+		for i, r := range page {
+			members[i] = strconv.FormatInt(r.ID, 10)
+		}
+		marks, err := t.rdb.ZMScore(ctx, t.keys.Dispatched(), members...).Result()
+		if err != nil {
+			return total, fmt.Errorf("read dispatch marks: %w", err)
+		}
+		var stale []store.DueRef
+		for i, r := range page {
+			// A missing member scores 0: never dispatched, or long ago.
+			if marks[i] <= float64(recent) {
+				stale = append(stale, r)
+			}
+		}
+		if err := t.Index(ctx, stale); err != nil {
+			return total, err
+		}
+		total += len(stale)
+		if len(page) < t.cfg.Batch {
+			break
+		}
 	}
-	if err := t.Index(ctx, refs); err != nil {
-		return 0, err
+	if total > 0 {
+		metrics.TimerReconciled.Add(float64(total))
+		t.logger.Info("re-indexed stale READY tasks", "count", total)
 	}
-	if len(refs) > 0 {
-		metrics.TimerReconciled.Add(float64(len(refs)))
-		t.logger.Info("re-indexed stale READY tasks", "count", len(refs))
-	}
-	return len(refs), nil
+	return total, nil
 }

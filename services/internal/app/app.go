@@ -195,7 +195,7 @@ func Run(ctx context.Context, cfg Config, services []Service, logger *slog.Logge
 		case Timer:
 			runners = append(runners, timer.New(cfg.Timer, st.WithActor("timer@"+cfg.Node), rdb, k, conn, logger).Run)
 		case Dispatcher:
-			runners = append(runners, dispatcher.New(cfg.Dispatcher, st.WithActor("dispatcher@"+cfg.Node), conn, clk, logger).Run)
+			runners = append(runners, dispatcher.New(cfg.Dispatcher, st.WithActor("dispatcher@"+cfg.Node), rdb, k, conn, clk, logger).Run)
 		case Executor:
 			ecfg := cfg.Executor
 			ecfg.Node = cfg.Node

@@ -39,6 +39,12 @@ func (k Keys) Lanes() []string {
 // index (restart, FLUSHALL, failover) and the timer must rebuild it.
 func (k Keys) Generation() string { return k.Prefix + ":{sched}:gen" }
 
+// Dispatched is a sorted set of task IDs scored by when the dispatcher last
+// handed them to executors (scheduler clock, Unix ms). It is a hint for the
+// reconciler, which leaves recently dispatched tasks alone; losing it only
+// makes the reconciler re-drive waiting tasks early, which fencing absorbs.
+func (k Keys) Dispatched() string { return k.Prefix + ":{sched}:dispatched" }
+
 // Lock is a task's execution lease, holding "<node>:<attempt>".
 func (k Keys) Lock(taskID int64) string {
 	return k.Prefix + ":lock:task:" + strconv.FormatInt(taskID, 10)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -26,19 +25,24 @@ func (s *Store) ReadyPage(ctx context.Context, afterID int64, limit int) ([]DueR
 		WHERE status IN ('READY', 'RETRYING') AND id > ? ORDER BY id LIMIT ?`, afterID, limit)
 }
 
-// StaleReady returns READY tasks due before horizonMs that have sat READY
-// for longer than grace without a dispatch in the last redispatchAfter: the
-// tasks whose READY event or due command may have been lost. Tasks of paused
-// types are left alone: they wait on purpose. Age is judged on the database
-// clock, in SQL.
-func (s *Store) StaleReady(ctx context.Context, horizonMs int64, grace, redispatchAfter time.Duration, limit int) ([]DueRef, error) {
+// StaleReady returns READY (and RETRYING) tasks due before horizonMs that
+// have not changed for longer than grace: the candidates whose READY event
+// or due command may have been lost. The caller leaves out those dispatched
+// recently, and pages on with the last ref it got (after; nil for the first
+// page). Tasks of paused types are left alone: they wait on purpose. Age is
+// judged on the database clock, in SQL.
+func (s *Store) StaleReady(ctx context.Context, horizonMs int64, grace time.Duration, after *DueRef, limit int) ([]DueRef, error) {
+	afterNext, afterID := int64(-1<<62), int64(0)
+	if after != nil {
+		afterNext, afterID = after.NextRunTimeMs, after.ID
+	}
 	return s.dueRefs(ctx, `SELECT id, priority, next_run_time FROM tasks
 		WHERE status IN ('READY', 'RETRYING') AND next_run_time <= ?
+		  AND (next_run_time > ? OR (next_run_time = ? AND id > ?))
 		  AND updated_at < NOW(3) - INTERVAL ? MICROSECOND
-		  AND (dispatched_at IS NULL OR dispatched_at < NOW(3) - INTERVAL ? MICROSECOND)
 		  AND task_type NOT IN (SELECT name FROM task_types WHERE paused)
-		ORDER BY next_run_time LIMIT ?`,
-		horizonMs, grace.Microseconds(), redispatchAfter.Microseconds(), limit)
+		ORDER BY next_run_time, id LIMIT ?`,
+		horizonMs, afterNext, afterNext, afterID, grace.Microseconds(), limit)
 }
 
 func (s *Store) dueRefs(ctx context.Context, q string, args ...any) ([]DueRef, error) {
@@ -58,20 +62,6 @@ func (s *Store) dueRefs(ctx context.Context, q string, args ...any) ([]DueRef, e
 		out = append(out, d)
 	}
 	return out, rows.Err()
-}
-
-// MarkDispatched records that READY tasks were handed to executors, so the
-// reconciler leaves them alone for a while. It is bookkeeping, not a state
-// change, and is fenced by attempt like every executor-facing write; one
-// statement marks the whole batch.
-func (s *Store) MarkDispatched(ctx context.Context, refs []AttemptRef) error {
-	for chunk := range slices.Chunk(refs, batchChunkRows) {
-		if _, err := s.db.ExecContext(ctx, `UPDATE tasks FORCE INDEX (PRIMARY) SET dispatched_at = NOW(3)
-			WHERE `+attemptsWhere(chunk, "READY"), attemptsArgs(chunk)...); err != nil {
-			return fmt.Errorf("mark %d task(s) dispatched: %w", len(chunk), err)
-		}
-	}
-	return nil
 }
 
 // attemptsWhere selects the rows of refs that are in status and still at

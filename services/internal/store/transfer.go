@@ -366,10 +366,6 @@ func setClause(p TransferParams, at time.Time) (string, []any) {
 	if p.ResetRetries {
 		set = append(set, "retry_count = 0")
 	}
-	if p.To == contracts.StatusReady {
-		// A task that becomes READY again must be dispatched again.
-		set = append(set, "dispatched_at = NULL")
-	}
 	if p.ClearExecutor {
 		set = append(set, "executor_addr = NULL", "last_heartbeat_time = NULL")
 	}
