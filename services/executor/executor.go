@@ -26,8 +26,14 @@
 // was taken over cannot overwrite the newer attempt; one writer records the
 // outcomes that finished meanwhile in one transaction.
 //
-// Shutdown: intake stops first, running handlers get ShutdownTimeout to
-// finish, then they are cancelled and their tasks returned to READY.
+// Shutdown (graceful scale-in): when ctx ends the node leaves the membership
+// registry, so it is no longer counted live and is never taken for dead;
+// intake stops, and fetched messages not yet claimed are handed back to
+// JetStream at once (Nak) for another executor; running handlers get
+// ShutdownTimeout to finish while the watchdog keeps their leases and
+// heartbeats fresh, so the reaper leaves them alone; then the rest are
+// cancelled and each task goes RUNNING -> READY through a transfer fenced by
+// its attempt, at once rather than after a lease, and its lease is released.
 package executor
 
 import (
@@ -262,18 +268,23 @@ func (e *Executor) Run(ctx context.Context) error {
 	return err
 }
 
-// drain waits for running handlers up to ShutdownTimeout, then cancels them.
+// drain waits for running handlers up to ShutdownTimeout, then cancels them;
+// each cancelled task is handed back to READY by its own fenced transfer.
 func (e *Executor) drain(cancelRuns context.CancelCauseFunc) {
+	start := time.Now()
+	e.logger.Info("intake stopped; draining running tasks", "running", e.runningCount(), "timeout", e.cfg.ShutdownTimeout)
 	done := make(chan struct{})
 	go func() { e.wg.Wait(); close(done) }()
 	select {
 	case <-done:
+		e.logger.Info("drained: every running task finished", "took", time.Since(start).Round(time.Millisecond))
 		return
 	case <-time.After(e.cfg.ShutdownTimeout):
-		e.logger.Warn("shutdown timeout: cancelling running tasks", "running", e.runningCount())
+		e.logger.Warn("shutdown timeout: cancelling running tasks and handing them back", "running", e.runningCount())
 	}
 	cancelRuns(errShutdown)
 	<-done
+	e.logger.Info("drained", "took", time.Since(start).Round(time.Millisecond))
 }
 
 func (e *Executor) runningCount() int {

@@ -35,11 +35,17 @@ func (e *Executor) beat(ctx context.Context) {
 			running[i] = strconv.FormatInt(r.task.ID, 10)
 		}
 		sort.Strings(running)
-		err := membership.Beat(ctx, e.rdb, e.keys.Nodes(), contracts.Node{
+		// The write is not cut short when ctx ends: a heartbeat abandoned
+		// mid-flight could still land after the Leave below and put a
+		// draining node back in the registry, where it would soon look dead
+		// and the reaper would take its running tasks away.
+		bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.cfg.HeartbeatInterval)
+		err := membership.Beat(bctx, e.rdb, e.keys.Nodes(), contracts.Node{
 			Name: e.cfg.Node, Addr: e.cfg.Addr, Version: Version, Types: types, Capacity: capacity,
 			Running: running, StartedAt: started, LastHeartbeat: e.clock.Now().UTC(),
 		})
-		if err != nil && ctx.Err() == nil {
+		cancel()
+		if err != nil {
 			e.logger.Warn("heartbeat failed", "err", err)
 		}
 		select {

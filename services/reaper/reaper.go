@@ -1,24 +1,3 @@
-// Package reaper recovers the work of dead and hung executors.
-//
-// Every Interval it first hands on the RUNNING tasks of executors that missed
-// three membership heartbeats (see package membership), then looks in MySQL
-// for RUNNING tasks whose heartbeat is
-// older than Silence (judged on the database clock). For each:
-//
-//   - past its timeout plus TimeoutGrace: the scheduler side of the two-level
-//     timeout. The attempt is recorded TIMEOUT through the shared retry
-//     policy (RETRYING with backoff, or a dead letter), and its stale lease
-//     is removed so the next attempt can take it.
-//   - otherwise, if its Redis lease still exists, it belongs to a live (or
-//     briefly stalled) executor and is left alone;
-//   - otherwise the lease expired: RUNNING -> READY, so it runs elsewhere. A
-//     crash therefore costs at most one duplicate run.
-//
-// Every transfer is fenced by the attempt the reaper saw.
-//
-// Replicas: any number may run. The fenced transfer is the atomic claim:
-// when two reapers race for one task, exactly one transfer succeeds and the
-// other gets a conflict, which is ignored.
 package reaper
 
 import (
@@ -26,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -62,6 +42,12 @@ type Config struct {
 	// HeartbeatInterval is the executors' membership heartbeat period; a
 	// node that missed three is dead and its tasks are handed on at once.
 	HeartbeatInterval time.Duration
+	// OrphanAfter is how long a RUNNING task must keep looking orphaned (no
+	// live owner, no lease) before the orphan sweep repairs it; default two
+	// heartbeat intervals, so that when Redis loses the registry and the
+	// leases together (FLUSHALL, failover) the live executors re-register
+	// before their tasks are judged.
+	OrphanAfter time.Duration
 }
 
 // Reaper is the reaper service.
@@ -72,6 +58,11 @@ type Reaper struct {
 	keys   keys.Keys
 	clock  clock.Clock
 	logger *slog.Logger
+
+	// suspects are the orphans seen by earlier sweeps, by task ID, waiting
+	// for OrphanAfter to pass.
+	mu       sync.Mutex
+	suspects map[int64]suspect
 }
 
 // New builds a reaper.
@@ -91,7 +82,11 @@ func New(cfg Config, st *store.Store, rdb redis.UniversalClient, k keys.Keys, cl
 	if cfg.HeartbeatInterval <= 0 {
 		cfg.HeartbeatInterval = membership.IntervalDefault
 	}
-	return &Reaper{cfg: cfg, store: st, rdb: rdb, keys: k, clock: clk, logger: logger.With("service", "reaper")}
+	if cfg.OrphanAfter <= 0 {
+		cfg.OrphanAfter = 2 * cfg.HeartbeatInterval
+	}
+	return &Reaper{cfg: cfg, store: st, rdb: rdb, keys: k, clock: clk, logger: logger.With("service", "reaper"),
+		suspects: map[int64]suspect{}}
 }
 
 // Run reaps until ctx ends.
@@ -101,6 +96,9 @@ func (r *Reaper) Run(ctx context.Context) error {
 	for {
 		if _, err := r.RecoverDeadNodes(ctx); err != nil && ctx.Err() == nil {
 			r.logger.Warn("dead-node pass failed", "err", err)
+		}
+		if _, _, err := r.RepairOrphans(ctx); err != nil && ctx.Err() == nil {
+			r.logger.Warn("orphan sweep failed", "err", err)
 		}
 		if _, err := r.RunOnce(ctx); err != nil && ctx.Err() == nil {
 			r.logger.Warn("reaper pass failed", "err", err)

@@ -9,13 +9,39 @@
 // configured interval, whichever is sooner, and a READY event for an earlier
 // task wakes it at once.
 //
-// Replicas: any number of timers may run. The pop script removes what it
-// returns, so each due ID is taken by exactly one replica; only the replica
-// that wins SET NX on the generation key rebuilds a lost index.
-//
 // Redis is only a hint: when the generation key is missing (restart,
 // FLUSHALL, failover) the index is rebuilt from MySQL's READY tasks, and a
 // reconciler periodically re-indexes READY tasks that have waited longer
 // than a grace period without being dispatched, so a lost event or command
 // delays a task but never loses it.
+//
+// # Replicas
+//
+// Any number of timers may run, with no leader. All state is in Redis and
+// MySQL; a replica keeps only when it plans to wake.
+//
+//   - Events: the durable consumers timer, timer_retrying and timer_types
+//     are shared by all replicas, so JetStream hands each event to one of
+//     them. Indexing is a ZADD into the shared lanes, idempotent, so an event
+//     delivered twice rewrites the same member with the same score.
+//   - Pop: the pop script reads Redis TIME, takes the due IDs and removes
+//     them (ZREM) in one script, and Redis runs one script at a time, so each
+//     indexed ID is returned to exactly one replica: this is the atomic
+//     claim. IDs popped but not published (NATS down) are gone from Redis;
+//     the reconciler finds them in MySQL.
+//   - Rebuild: when the generation key is missing, replicas race SET NX on
+//     it and only the winner rebuilds; the others retry their pop every 50 ms
+//     and meanwhile pop from the partly rebuilt lanes, which only delays the
+//     tasks not yet re-added.
+//   - Reconciler: every replica runs it, on the same stale READY tasks. A
+//     task it re-indexes after it was popped (its due command may only be
+//     queued behind a backlog, not lost) is popped again and gets a second
+//     due command.
+//
+// So the timer guarantees at least one TaskDue per READY task, not exactly
+// one. Exactly-once is enforced downstream by the database: the dispatcher
+// passes a due command on only if MySQL still says READY and due, and an
+// executor runs a task only after its lease (SET NX) and its READY -> RUNNING
+// transfer fenced by the dispatched attempt both succeed, so a duplicate
+// command ends as a lost claim, never as a second run.
 package timer

@@ -74,6 +74,8 @@ type proc struct {
 	cmd  *exec.Cmd
 	log  string
 	done chan error
+	// addr is the HTTP address of a service started with cluster.service.
+	addr string
 }
 
 func start(t *testing.T, name, bin string, args ...string) *proc {
@@ -168,6 +170,7 @@ func (c *cluster) service(t *testing.T, svc, node string, extra ...string) *proc
 	args := append([]string{svc, "--http", addr, "--node", node}, c.commonFl...)
 	args = append(args, extra...)
 	p := start(t, node, c.bin, args...)
+	p.addr = addr
 	testenv.Eventually(t, 30*time.Second, svc+" ready", func() bool {
 		select {
 		case err := <-p.done:

@@ -92,4 +92,16 @@ var (
 	ReaperRecovered = promauto.NewCounter(prometheus.CounterOpts{
 		Name: "ax_reaper_recovered_total", Help: "RUNNING tasks of silent executors returned to READY.",
 	})
+	// ReaperStuckRunning is how many orphaned RUNNING tasks (no live owner
+	// in the membership registry, no lease in Redis) the last orphan sweep
+	// found. It drops back to 0 on the next pass when repairs succeed; a
+	// value that stays up means tasks keep getting orphaned or cannot be
+	// repaired.
+	ReaperStuckRunning = promauto.NewGauge(prometheus.GaugeOpts{
+		Name: "ax_reaper_stuck_running", Help: "RUNNING tasks with no live owner and no lease found by the reaper's last orphan sweep.",
+	})
+	// ReaperStuckRepaired counts orphaned RUNNING tasks returned to READY.
+	ReaperStuckRepaired = promauto.NewCounter(prometheus.CounterOpts{
+		Name: "ax_reaper_stuck_repaired_total", Help: "Orphaned RUNNING tasks (no live owner, no lease) returned to READY by the reaper.",
+	})
 )

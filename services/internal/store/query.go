@@ -183,7 +183,32 @@ func (s *Store) RunningOn(ctx context.Context, executors []string, limit int) ([
 	return scanRunning(rows)
 }
 
-// scanRunning reads the rows of SilentRunning and RunningOn.
+// RunningNotOn returns RUNNING tasks with id > afterID whose executor is
+// none of executors (or is empty), in id order: the candidates for the
+// reaper's orphan sweep, which pages through them all so that no task can
+// hide behind a batch limit.
+func (s *Store) RunningNotOn(ctx context.Context, executors []string, afterID int64, limit int) ([]RunningRef, error) {
+	args := make([]any, 0, len(executors)+2)
+	args = append(args, afterID)
+	notOn := ""
+	if len(executors) > 0 {
+		notOn = ` AND COALESCE(executor_addr, '') NOT IN (?` + strings.Repeat(", ?", len(executors)-1) + `)`
+		for _, e := range executors {
+			args = append(args, e)
+		}
+	}
+	args = append(args, limit)
+	rows, err := s.db.QueryContext(ctx, `SELECT id, task_type, attempt, retry_count, max_retry_count,
+			COALESCE(executor_addr, ''), COALESCE(last_heartbeat_time, updated_at), FALSE
+		FROM tasks WHERE status = 'RUNNING' AND id > ?`+notOn+`
+		ORDER BY id LIMIT ?`, args...)
+	if err != nil {
+		return nil, fmt.Errorf("query running tasks not on %d executors: %w", len(executors), err)
+	}
+	return scanRunning(rows)
+}
+
+// scanRunning reads the rows of SilentRunning, RunningOn and RunningNotOn.
 func scanRunning(rows *sql.Rows) ([]RunningRef, error) {
 	defer rows.Close()
 	var out []RunningRef
