@@ -15,9 +15,11 @@ type Node struct {
 	LastHeartbeat time.Time `json:"last_heartbeat"`
 	// Alive is false once the node missed three heartbeats.
 	Alive bool `json:"alive"`
-	// Shards are the shards the node owns on the consistent hash ring of
-	// the live nodes (filled by GET /v1/nodes, not by heartbeats).
-	Shards []int `json:"shards,omitempty"`
+	// Shards are, for each task type the node serves, the shards it owns
+	// on that type's consistent hash ring of the live nodes serving it:
+	// the dispatcher sends each task to the owner of its shard (filled by
+	// GET /v1/nodes, not by heartbeats).
+	Shards map[string][]int `json:"shards,omitempty"`
 }
 
 // NodeList is the body of GET /v1/nodes.

@@ -2,6 +2,7 @@ package events_test
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -39,9 +40,10 @@ func TestTaskTransferredRoundTrip(t *testing.T) {
 func TestSubjectsAndConsumerNames(t *testing.T) {
 	tests := []struct{ got, want string }{
 		{events.TaskEventSubject(contracts.StatusReady), "ax.events.task.ready"},
-		{events.ExecSubject("billing.refund", contracts.PriorityHigh), "ax.work.exec.high.billing.refund"},
-		{events.ExecDoorbell("billing.refund"), "ax.work.exec.*.billing.refund"},
-		{events.ExecConsumer("billing.refund", contracts.PriorityLow), "exec_billing_refund_low"},
+		{events.ExecSubject("billing.refund", contracts.PriorityHigh, "n1-x"), "ax.work.exec.high.billing.refund.n1-x"},
+		{events.ExecSubject("billing.refund", contracts.PriorityHigh, events.SharedToken), "ax.work.exec.high.billing.refund._"},
+		{events.ExecDoorbell("billing.refund", "n1-x"), "ax.work.exec.*.billing.refund.n1-x"},
+		{events.ExecConsumer("billing.refund", contracts.PriorityLow, "n1-x"), "exec_billing_refund_low_n1-x"},
 	}
 	for _, tc := range tests {
 		if tc.got != tc.want {
@@ -63,6 +65,48 @@ func BenchmarkEventEncodeDecode(b *testing.B) {
 		var out events.TaskTransferred
 		if err := events.Decode(data, &out); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+func TestParseExecSubject(t *testing.T) {
+	tests := []struct {
+		subject    string
+		lane       contracts.Priority
+		typ, token string
+		ok         bool
+	}{
+		{"ax.work.exec.high.billing.refund.n1-x", contracts.PriorityHigh, "billing.refund", "n1-x", true},
+		{"ax.work.exec.low.ax.noop._", contracts.PriorityLow, "ax.noop", "_", true},
+		{"ax.work.exec.urgent.ax.noop._", "", "", "", false}, // no such lane
+		{"ax.work.exec.high.noop", contracts.PriorityHigh, "noop", "", false},
+		{"ax.work.exec.high.ax.noop.", "", "", "", false},
+		{"ax.work.due", "", "", "", false},
+	}
+	for _, tc := range tests {
+		lane, typ, token, ok := events.ParseExecSubject(tc.subject)
+		if ok != tc.ok || (ok && (lane != tc.lane || typ != tc.typ || token != tc.token)) {
+			t.Errorf("%s: got %q %q %q %v", tc.subject, lane, typ, token, ok)
+		}
+		if ok && events.ExecSubject(typ, lane, token) != tc.subject {
+			t.Errorf("%s does not round-trip", tc.subject)
+		}
+	}
+}
+
+func TestNodeTokens(t *testing.T) {
+	seen := map[string]string{}
+	for _, node := range []string{"host-1", "host.1", "host_1", "HOST-1", "pod/ax-7", "a b", strings.Repeat("x", 80), strings.Repeat("x", 81), "节点"} {
+		tok := events.NodeToken(node)
+		if strings.ContainsAny(tok, ".*> _\t") || len(tok) > 48 {
+			t.Errorf("%q: token %q is not a safe subject token", node, tok)
+		}
+		if other, dup := seen[tok]; dup {
+			t.Errorf("%q and %q share token %q", node, other, tok)
+		}
+		seen[tok] = node
+		if events.NodeToken(node) != tok {
+			t.Errorf("%q: token not stable", node)
 		}
 	}
 }

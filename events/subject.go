@@ -1,7 +1,10 @@
 package events
 
 import (
+	"hash/fnv"
+	"strconv"
 	"strings"
+	"unicode"
 
 	"github.com/axsched/ax/contracts"
 )
@@ -54,23 +57,73 @@ func TaskEventSubject(to contracts.Status) string {
 	return taskEventPrefix + strings.ToLower(string(to))
 }
 
-// ExecSubject is the subject of one priority lane of a task type; the
-// executors of the type drain the lanes high first.
-func ExecSubject(taskType string, lane contracts.Priority) string {
-	return execPrefix + string(lane) + "." + taskType
+// SharedToken is the last token of a type's shared subjects, where the
+// dispatcher sends work while no live executor serves the type (or before
+// it knows of one); every executor of the type pulls them too.
+const SharedToken = "_"
+
+// ExecSubject is the subject of one priority lane of a task type for one
+// executor node (its NodeToken) or SharedToken: the dispatcher sends a
+// task to the owner of its shard, and every executor drains its own lanes
+// and the shared ones, high first.
+func ExecSubject(taskType string, lane contracts.Priority, token string) string {
+	return execPrefix + string(lane) + "." + taskType + "." + token
 }
 
-// ExecDoorbell matches every lane of a task type; executors listen on it
-// (core NATS, no JetStream) to learn that work arrived while they were idle.
-func ExecDoorbell(taskType string) string {
-	return execPrefix + "*." + taskType
+// ExecDoorbell matches every lane of a task type for one token; executors
+// listen on it (core NATS, no JetStream) to learn that work arrived while
+// they were idle.
+func ExecDoorbell(taskType, token string) string {
+	return execPrefix + "*." + taskType + "." + token
 }
 
-// ExecConsumer is the durable consumer of one lane of taskType, shared by
-// every executor serving the type. Type names contain no '_'
-// (contracts.ValidateTypeName), so the mapping is one to one.
-func ExecConsumer(taskType string, lane contracts.Priority) string {
-	return "exec_" + strings.ReplaceAll(taskType, ".", "_") + "_" + string(lane)
+// ExecAll matches every executor subject.
+const ExecAll = execPrefix + ">"
+
+// ParseExecSubject splits an executor subject into its lane, task type and
+// token.
+func ParseExecSubject(subject string) (lane contracts.Priority, taskType, token string, ok bool) {
+	rest, found := strings.CutPrefix(subject, execPrefix)
+	if !found {
+		return "", "", "", false
+	}
+	l, rest, found := strings.Cut(rest, ".")
+	i := strings.LastIndexByte(rest, '.')
+	if !found || i <= 0 || i == len(rest)-1 {
+		return "", "", "", false
+	}
+	lane = contracts.Priority(l)
+	if lane.Rank() < 0 {
+		return "", "", "", false
+	}
+	return lane, rest[:i], rest[i+1:], true
+}
+
+// ExecConsumer is the durable consumer of one lane of taskType for one
+// token. Type names contain no '_' (contracts.ValidateTypeName) and tokens
+// no '.', so the mapping is one to one.
+func ExecConsumer(taskType string, lane contracts.Priority, token string) string {
+	return "exec_" + strings.ReplaceAll(taskType, ".", "_") + "_" + string(lane) + "_" + token
+}
+
+// NodeToken turns a node name into a subject token and consumer-name part:
+// letters, digits and '-' kept, anything else '-', at most 40 characters,
+// and a short hash of the full name so distinct names never collide.
+func NodeToken(node string) string {
+	var b strings.Builder
+	for _, r := range node {
+		if b.Len() >= 40 {
+			break
+		}
+		if r < 128 && (unicode.IsLetter(r) || unicode.IsDigit(r) || r == '-') {
+			b.WriteRune(r)
+		} else {
+			b.WriteByte('-')
+		}
+	}
+	h := fnv.New32a()
+	h.Write([]byte(node))
+	return b.String() + "-" + strconv.FormatUint(uint64(h.Sum32()), 36)
 }
 
 // ConsumerTimerRetrying indexes RETRYING tasks at their backoff's end.

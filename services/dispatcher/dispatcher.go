@@ -10,6 +10,14 @@
 // tasks table locked the very rows the executors were claiming) so the
 // timer's reconciler leaves it alone.
 //
+// Routing: a task goes to the owner of its shard on the consistent hash
+// ring of the live executors serving its type (package route, refreshed
+// from the membership registry every second), on that node's subject
+// ax.work.exec.<lane>.<type>.<node token>; while no live executor serves
+// the type, to the type's shared subject, which every executor of the type
+// also drains. Work left on the subject of a node that is gone is moved on
+// by the reaper.
+//
 // Replicas: any number may run; they share one durable consumer, and a
 // duplicate dispatch is absorbed by the executor's lock and attempt check.
 package dispatcher
@@ -24,6 +32,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/redis/go-redis/v9"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/axsched/ax/contracts"
 	"github.com/axsched/ax/events"
@@ -31,6 +40,8 @@ import (
 	"github.com/axsched/ax/services/internal/clock"
 	"github.com/axsched/ax/services/internal/keys"
 	"github.com/axsched/ax/services/internal/metrics"
+	"github.com/axsched/ax/services/internal/ring"
+	"github.com/axsched/ax/services/internal/route"
 	"github.com/axsched/ax/services/internal/store"
 )
 
@@ -45,10 +56,14 @@ const ConsumersDefault = 8
 type Config struct {
 	// Consumers is how many due commands are handled at once.
 	Consumers int
+	// Heartbeat is the executors' membership heartbeat interval (three
+	// missed mean dead), for routing.
+	Heartbeat time.Duration
 }
 
 // Dispatcher is the dispatcher service.
 type Dispatcher struct {
+	router *route.Router
 	rdb    redis.UniversalClient
 	keys   keys.Keys
 	types  *store.TypeCache
@@ -65,7 +80,8 @@ func New(cfg Config, st *store.Store, rdb redis.UniversalClient, k keys.Keys, co
 		cfg.Consumers = ConsumersDefault
 	}
 	// A pause or resume reaches dispatch within a second.
-	return &Dispatcher{rdb: rdb, keys: k, types: store.NewTypeCache(st, time.Second), cfg: cfg, store: st, conn: conn, clock: clk, logger: logger.With("service", "dispatcher")}
+	logger = logger.With("service", "dispatcher")
+	return &Dispatcher{router: route.NewRouter(rdb, k.Nodes(), clk, cfg.Heartbeat, ring.Config{}, logger), rdb: rdb, keys: k, types: store.NewTypeCache(st, time.Second), cfg: cfg, store: st, conn: conn, clock: clk, logger: logger}
 }
 
 // dueBatch bounds how many due commands one pass checks and hands on.
@@ -73,10 +89,19 @@ const dueBatch = 512
 
 // Run consumes due commands until ctx ends.
 func (d *Dispatcher) Run(ctx context.Context) error {
-	return bus.ConsumeBatches(ctx, d.conn.JS, bus.ConsumerSpec{
-		Name: events.ConsumerDispatcher, Stream: events.StreamWork,
-		Subject: events.SubjectDue, Parallel: d.cfg.Consumers,
-	}, dueBatch, d.logger, d.handleDue)
+	if err := d.router.Refresh(ctx); err != nil {
+		// Until the registry answers, work goes to the shared subjects.
+		d.logger.Warn("read executor membership", "err", err)
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return d.router.Run(gctx) })
+	g.Go(func() error {
+		return bus.ConsumeBatches(gctx, d.conn.JS, bus.ConsumerSpec{
+			Name: events.ConsumerDispatcher, Stream: events.StreamWork,
+			Subject: events.SubjectDue, Parallel: d.cfg.Consumers,
+		}, dueBatch, d.logger, d.handleDue)
+	})
+	return g.Wait()
 }
 
 func (d *Dispatcher) handleDue(ctx context.Context, msgs []jetstream.Msg) error {
@@ -225,6 +250,7 @@ func (d *Dispatcher) handOff(ctx context.Context, hs []*handOff) error {
 	}
 	msgs := make([]bus.Msg, len(hs))
 	marks := make([]redis.Z, len(hs))
+	table := d.router.Table()
 	now := float64(d.clock.Now().UnixMilli())
 	for i, h := range hs {
 		task := h.task
@@ -236,7 +262,11 @@ func (d *Dispatcher) handOff(ctx context.Context, hs []*handOff) error {
 		if err != nil {
 			return fmt.Errorf("encode dispatch of task %d: %w", task.ID, err)
 		}
-		msgs[i] = bus.Msg{Subject: events.ExecSubject(task.Type, h.lane), EventType: events.TypeTaskDispatched,
+		token := events.SharedToken
+		if owner, ok := table.Owner(task.Type, task.ID); ok {
+			token = events.NodeToken(owner)
+		}
+		msgs[i] = bus.Msg{Subject: events.ExecSubject(task.Type, h.lane, token), EventType: events.TypeTaskDispatched,
 			CorrelationID: strconv.FormatInt(task.ID, 10), Data: data}
 		marks[i] = redis.Z{Score: now, Member: strconv.FormatInt(task.ID, 10)}
 	}

@@ -244,7 +244,9 @@ func (e *Executor) Run(ctx context.Context) error {
 
 	intakeCtx, stopIntake := context.WithCancel(ctx)
 	defer stopIntake()
+	var intakes []*intake
 	intake, ictx := errgroup.WithContext(intakeCtx)
+
 	for _, p := range e.types {
 		in, err := e.newIntake(ictx, p)
 		if err != nil {
@@ -257,8 +259,10 @@ func (e *Executor) Run(ctx context.Context) error {
 			intake.Go(func() error { return in.fetchLoop(ictx) })
 		}
 		defer in.close()
+		intakes = append(intakes, in)
 	}
 	err = intake.Wait() // returns once intake has stopped
+	e.handBack(intakes)
 	e.drain(cancelRuns)
 	stopHB()
 	<-hbDone

@@ -12,31 +12,41 @@ import (
 
 	"github.com/axsched/ax/contracts"
 	"github.com/axsched/ax/events"
+	"github.com/axsched/ax/services/internal/bus"
 )
 
 const (
-	// ackWait is how long a fetched message may stay unacknowledged; held
-	// heads are kept alive with InProgress well before it runs out.
-	ackWait      = 30 * time.Second
-	keepAliveAge = 10 * time.Second
+	// keepAliveAge is how long a held message goes without InProgress,
+	// well within bus.ExecAckWait.
+	keepAliveAge = 5 * time.Second
 	// idleWait bounds a doorbell wait, in case a doorbell was lost.
 	idleWait = time.Second
 )
 
-// intake pulls one task type's lanes.
+// intake pulls one task type's lanes: for every lane the node's own
+// subject (the shards it owns) and the type's shared subject.
 type intake struct {
-	e     *Executor
-	p     *pool
-	lanes []jetstream.Consumer
-	bell  chan struct{}
-	sub   *nats.Subscription
-	// rungAt[i] is when a doorbell last rang for lane i and emptyAt[i]
-	// when a fetch last found it empty (unix ns). A lane found empty with
+	e    *Executor
+	p    *pool
+	srcs []source
+	bell chan struct{}
+	subs []*nats.Subscription
+	// rungAt[i] is when a doorbell last rang for source i and emptyAt[i]
+	// when a fetch last found it empty (unix ns). A source found empty with
 	// no doorbell since is not asked again for idleWait, which saves the
 	// round trips of polling empty lanes; work that arrives without a
 	// doorbell (redeliveries) is still seen within idleWait.
 	rungAt  []atomic.Int64
 	emptyAt []atomic.Int64
+}
+
+// source is one consumer the intake pulls: a lane of the node's own
+// subject or of the shared one.
+type source struct {
+	c       jetstream.Consumer
+	lane    int // rank: 0 high
+	subject string
+	own     bool
 }
 
 // head is a fetched message not yet taken.
@@ -48,35 +58,34 @@ type head struct {
 }
 
 func (e *Executor) newIntake(ctx context.Context, p *pool) (*intake, error) {
-	in := &intake{e: e, p: p, bell: make(chan struct{}, 1),
-		rungAt: make([]atomic.Int64, len(contracts.Priorities)), emptyAt: make([]atomic.Int64, len(contracts.Priorities))}
-	for _, lane := range contracts.Priorities {
-		c, err := e.conn.JS.CreateOrUpdateConsumer(ctx, events.StreamWork, jetstream.ConsumerConfig{
-			Durable:       events.ExecConsumer(p.spec.Name, lane),
-			FilterSubject: events.ExecSubject(p.spec.Name, lane),
-			AckPolicy:     jetstream.AckExplicitPolicy,
-			AckWait:       ackWait,
-			MaxDeliver:    20,
-			MaxAckPending: 20000,
-			DeliverPolicy: jetstream.DeliverAllPolicy,
+	in := &intake{e: e, p: p, bell: make(chan struct{}, 1)}
+	own := events.NodeToken(e.cfg.Node)
+	for rank, lane := range contracts.Priorities {
+		for _, token := range []string{own, events.SharedToken} {
+			c, err := e.conn.JS.CreateOrUpdateConsumer(ctx, events.StreamWork, bus.ExecConsumerConfig(p.spec.Name, lane, token))
+			if err != nil {
+				return nil, fmt.Errorf("declare %s consumer for %s: %w", lane, p.spec.Name, err)
+			}
+			in.srcs = append(in.srcs, source{c: c, lane: rank, subject: events.ExecSubject(p.spec.Name, lane, token), own: token == own})
+		}
+	}
+	in.rungAt = make([]atomic.Int64, len(in.srcs))
+	in.emptyAt = make([]atomic.Int64, len(in.srcs))
+	for _, token := range []string{own, events.SharedToken} {
+		sub, err := e.conn.NC.Subscribe(events.ExecDoorbell(p.spec.Name, token), func(m *nats.Msg) {
+			for i, src := range in.srcs {
+				if m.Subject == src.subject {
+					in.rungAt[i].Store(time.Now().UnixNano())
+				}
+			}
+			in.ring()
 		})
 		if err != nil {
-			return nil, fmt.Errorf("declare %s consumer for %s: %w", lane, p.spec.Name, err)
+			in.close()
+			return nil, fmt.Errorf("doorbell for %s: %w", p.spec.Name, err)
 		}
-		in.lanes = append(in.lanes, c)
+		in.subs = append(in.subs, sub)
 	}
-	sub, err := e.conn.NC.Subscribe(events.ExecDoorbell(p.spec.Name), func(m *nats.Msg) {
-		for i, lane := range contracts.Priorities {
-			if m.Subject == events.ExecSubject(p.spec.Name, lane) {
-				in.rungAt[i].Store(time.Now().UnixNano())
-			}
-		}
-		in.ring()
-	})
-	if err != nil {
-		return nil, fmt.Errorf("doorbell for %s: %w", p.spec.Name, err)
-	}
-	in.sub = sub
 	return in, nil
 }
 
@@ -87,7 +96,11 @@ func (in *intake) ring() {
 	}
 }
 
-func (in *intake) close() { _ = in.sub.Unsubscribe() }
+func (in *intake) close() {
+	for _, sub := range in.subs {
+		_ = sub.Unsubscribe()
+	}
+}
 
 const (
 	// maxClaimBatch bounds how many tasks one fetcher claims in one
@@ -102,7 +115,7 @@ const (
 // then as many of the best waiting tasks, and claims them together, until
 // ctx ends. Messages it holds on exit are handed back at once.
 func (in *intake) fetchLoop(ctx context.Context) error {
-	queues := make([][]*head, len(in.lanes))
+	queues := make([][]*head, len(in.srcs))
 	defer func() {
 		for _, q := range queues {
 			for _, h := range q {
@@ -174,10 +187,17 @@ func (in *intake) next(ctx context.Context, queues [][]*head, want int) []*head 
 			held += len(q)
 		}
 		// Every lane shows at least its head, so aging can compare them;
-		// beyond that, fetch only what this batch can use.
-		for i := range in.lanes {
+		// beyond that, fetch only what this batch can use. With one fetcher
+		// (strict lane order) the lowest lane is read first: work is
+		// published in order, so a higher lane read afterwards holds
+		// everything published before the lower heads already in hand.
+		for k := range in.srcs {
+			i := k
+			if in.strict() {
+				i = len(in.srcs) - 1 - k
+			}
 			if len(queues[i]) == 0 {
-				queues[i] = in.fetchLane(ctx, i, max(1, want-held))
+				queues[i] = in.fetchLane(ctx, i, max(1, want-held), false)
 				held += len(queues[i])
 			}
 		}
@@ -187,12 +207,17 @@ func (in *intake) next(ctx context.Context, queues [][]*head, want int) []*head 
 			if best < 0 {
 				break
 			}
-			// A higher lane found empty may have been filled since its
-			// doorbell rang: look again before taking lower work.
+			// A higher lane found empty may have been filled since: look
+			// again before taking lower work if its doorbell rang or, in
+			// strict order, if it was last read before this head was.
 			refilled := false
-			for h := range best {
-				if len(queues[h]) == 0 && in.mayHold(h) {
-					queues[h] = in.fetchLane(ctx, h, want-len(out))
+			for h, src := range in.srcs {
+				if src.lane >= in.srcs[best].lane || len(queues[h]) > 0 {
+					continue
+				}
+				stale := in.strict() && in.emptyAt[h].Load() < queues[best][0].fetchedAt.UnixNano()
+				if stale || in.mayHold(h) {
+					queues[h] = in.fetchLane(ctx, h, want-len(out), stale)
 					refilled = refilled || len(queues[h]) > 0
 				}
 			}
@@ -203,7 +228,7 @@ func (in *intake) next(ctx context.Context, queues [][]*head, want int) []*head 
 			queues[best] = queues[best][1:]
 			if len(queues[best]) == 0 && len(out) < want {
 				// The lane may hold more that outranks the other lanes.
-				queues[best] = in.fetchLane(ctx, best, want-len(out))
+				queues[best] = in.fetchLane(ctx, best, want-len(out), false)
 			}
 		}
 		in.keepAlive(queues)
@@ -231,12 +256,17 @@ func (in *intake) mayHold(i int) bool {
 	return time.Since(time.Unix(0, empty)) >= idleWait || in.rungAt[i].Load() >= empty-int64(ringSlack)
 }
 
-// fetchLane fetches up to n messages of lane i unless it is known empty.
-func (in *intake) fetchLane(ctx context.Context, i, n int) []*head {
-	if !in.mayHold(i) {
+// strict reports whether tasks must start in strict lane order (one
+// fetcher per type).
+func (in *intake) strict() bool { return in.e.cfg.Fetchers == 1 }
+
+// fetchLane fetches up to n messages of source i unless it is known empty
+// (and not forced).
+func (in *intake) fetchLane(ctx context.Context, i, n int, force bool) []*head {
+	if !force && !in.mayHold(i) {
 		return nil
 	}
-	got := in.fetch(ctx, in.lanes[i], n)
+	got := in.fetch(ctx, in.srcs[i].c, n)
 	if len(got) == 0 {
 		in.emptyAt[i].Store(time.Now().UnixNano())
 	}
@@ -280,18 +310,19 @@ func (in *intake) pick(queues [][]*head) int {
 	best := -1
 	var bestLane int
 	var bestDue int64
-	for lane, q := range queues {
+	for i, q := range queues {
 		if len(q) == 0 {
 			continue
 		}
 		h := q[0]
+		lane := in.srcs[i].lane
 		eff := lane
 		if overdue := now - h.task.NextRunTimeMs; overdue > 0 {
 			eff = max(0, lane-int(overdue/aging))
 		}
 		due := h.task.NextRunTimeMs
 		if best < 0 || eff < bestLane || (eff == bestLane && due < bestDue) {
-			best, bestLane, bestDue = lane, eff, due
+			best, bestLane, bestDue = i, eff, due
 		}
 	}
 	return best

@@ -348,15 +348,17 @@ func (e *Executor) finish(r *run, herr, cause error) {
 	var steps []store.TransferParams
 	outcome := ""
 	switch {
+	case herr == nil:
+		// Checked before shutdown: a handler that finished as the drain
+		// timed out did its work, and handing it back would run it again.
+		steps = []store.TransferParams{{TaskID: r.task.ID, From: contracts.StatusRunning, To: contracts.StatusSuccess,
+			Attempt: &attempt, RecordRejection: true, Reason: "handler succeeded on " + e.cfg.Node}}
+		outcome = "success"
 	case errors.Is(cause, errShutdown):
 		steps = []store.TransferParams{{TaskID: r.task.ID, From: contracts.StatusRunning, To: contracts.StatusReady,
 			Attempt: &attempt, ClearExecutor: true, RecordRejection: true,
 			Reason: e.cfg.Node + " shut down before the task finished"}}
 		outcome = "returned"
-	case herr == nil:
-		steps = []store.TransferParams{{TaskID: r.task.ID, From: contracts.StatusRunning, To: contracts.StatusSuccess,
-			Attempt: &attempt, RecordRejection: true, Reason: "handler succeeded on " + e.cfg.Node}}
-		outcome = "success"
 	default:
 		f := retry.Failure{TaskID: r.task.ID, Type: r.task.Type, Attempt: attempt, RetryCount: r.retryCount,
 			MaxRetries: r.maxRetries, Status: contracts.StatusFailed, Error: herr.Error(),

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/axsched/ax/contracts"
@@ -58,6 +59,7 @@ type Reaper struct {
 	keys   keys.Keys
 	clock  clock.Clock
 	logger *slog.Logger
+	js     jetstream.JetStream
 
 	// suspects are the orphans seen by earlier sweeps, by task ID, waiting
 	// for OrphanAfter to pass.
@@ -96,6 +98,9 @@ func (r *Reaper) Run(ctx context.Context) error {
 	for {
 		if _, err := r.RecoverDeadNodes(ctx); err != nil && ctx.Err() == nil {
 			r.logger.Warn("dead-node pass failed", "err", err)
+		}
+		if _, err := r.MoveStrandedWork(ctx); err != nil && ctx.Err() == nil {
+			r.logger.Warn("stranded-work pass failed", "err", err)
 		}
 		if _, _, err := r.RepairOrphans(ctx); err != nil && ctx.Err() == nil {
 			r.logger.Warn("orphan sweep failed", "err", err)

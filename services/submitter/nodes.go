@@ -2,7 +2,6 @@ package submitter
 
 import (
 	"net/http"
-	"slices"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -11,6 +10,7 @@ import (
 	"github.com/axsched/ax/services/internal/keys"
 	"github.com/axsched/ax/services/internal/membership"
 	"github.com/axsched/ax/services/internal/ring"
+	"github.com/axsched/ax/services/internal/route"
 )
 
 // registry is where GET /v1/nodes reads executor membership.
@@ -43,15 +43,11 @@ func (s *Submitter) handleNodes(w http.ResponseWriter, r *http.Request) {
 		s.internal(w, "list nodes", err)
 		return
 	}
-	rg := ring.New(ring.Config{})
-	for _, n := range nodes {
-		if n.Alive {
-			rg.Add(n.Name)
+	table := route.Build(nodes, ring.Config{})
+	for i := range nodes {
+		if shards := table.TypeShards(nodes[i].Name); len(shards) > 0 {
+			nodes[i].Shards = shards
 		}
 	}
-	owned := rg.Assignments()
-	for i := range nodes {
-		nodes[i].Shards = slices.Clone(owned[nodes[i].Name])
-	}
-	writeJSON(w, http.StatusOK, contracts.NodeList{Nodes: nodes, ShardCount: rg.Shards()})
+	writeJSON(w, http.StatusOK, contracts.NodeList{Nodes: nodes, ShardCount: table.Shards()})
 }

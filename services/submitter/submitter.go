@@ -15,6 +15,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/axsched/ax/contracts"
@@ -53,6 +54,11 @@ type Submitter struct {
 	ids    *idgen.Generator
 	clock  clock.Clock
 	logger *slog.Logger
+
+	// Single submissions share transactions while Run runs (coalesce.go).
+	creates    chan *createReq
+	stopped    chan struct{}
+	coalescing atomic.Bool
 }
 
 // New builds a submitter.
@@ -64,7 +70,8 @@ func New(cfg Config, st *store.Store, ids *idgen.Generator, clk clock.Clock, log
 		cfg.MaxHorizon = MaxHorizonDefault
 	}
 	// A changed type default reaches new submissions within a second.
-	return &Submitter{types: store.NewTypeCache(st, time.Second), cfg: cfg, store: st, ids: ids, clock: clk, logger: logger.With("service", "submitter")}
+	return &Submitter{types: store.NewTypeCache(st, time.Second), cfg: cfg, store: st, ids: ids, clock: clk, logger: logger.With("service", "submitter"),
+		creates: make(chan *createReq), stopped: make(chan struct{})}
 }
 
 // Routes mounts the API on mux.
@@ -79,11 +86,12 @@ func (s *Submitter) Routes(mux *http.ServeMux) {
 	s.nodeRoutes(mux)
 }
 
-// Run holds the submitter's place in the process lifecycle: its work happens
-// in the HTTP handlers mounted by Routes, which the process's HTTP server
-// stops after every service has returned.
+// Run groups concurrent single submissions into shared transactions until
+// ctx ends; the HTTP handlers mounted by Routes do the rest of the work, and
+// the process's HTTP server stops after every service has returned (a late
+// submission then has a transaction of its own).
 func (s *Submitter) Run(ctx context.Context) error {
-	<-ctx.Done()
+	s.coalesce(ctx)
 	return nil
 }
 
@@ -119,20 +127,6 @@ func (s *Submitter) handleSubmit(w http.ResponseWriter, r *http.Request) {
 		status = http.StatusOK
 	}
 	writeJSON(w, status, out)
-}
-
-// create inserts the task, retrying with a fresh ID on the rare snowflake
-// collision between two submitters sharing a node ID.
-func (s *Submitter) create(ctx context.Context, nt store.NewTask) (*store.Task, bool, error) {
-	for range 3 {
-		nt.ID = s.ids.Next()
-		task, dedup, err := s.store.CreateTask(ctx, nt)
-		if errors.Is(err, store.ErrIDTaken) {
-			continue
-		}
-		return task, dedup, err
-	}
-	return nil, false, fmt.Errorf("three task ID collisions in a row: check that submitters have distinct node IDs")
 }
 
 func (s *Submitter) validate(ctx context.Context, req *contracts.SubmitRequest) (store.NewTask, *contracts.Problem) {

@@ -9,6 +9,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -72,7 +73,8 @@ func nodeNames(t *testing.T, api *client.Client) map[string]bool {
 }
 
 // deliveries is how many times JetStream delivered the messages of a task
-// type's lanes, first deliveries and redeliveries (Naks, ack timeouts).
+// type's lanes, first deliveries and redeliveries (Naks, ack timeouts), over
+// the consumers that still exist (a node that left deleted its own).
 func deliveries(t *testing.T, natsURL, taskType string) uint64 {
 	t.Helper()
 	nc, err := nats.Connect(natsURL)
@@ -82,15 +84,37 @@ func deliveries(t *testing.T, natsURL, taskType string) uint64 {
 	require.NoError(t, err)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
+	stream, err := js.Stream(ctx, events.StreamWork)
+	require.NoError(t, err)
 	var total uint64
-	for _, lane := range contracts.Priorities {
-		c, err := js.Consumer(ctx, events.StreamWork, events.ExecConsumer(taskType, lane))
+	names := stream.ConsumerNames(ctx)
+	for name := range names.Name() {
+		if !strings.HasPrefix(name, "exec_"+strings.ReplaceAll(taskType, ".", "_")+"_") {
+			continue
+		}
+		c, err := js.Consumer(ctx, events.StreamWork, name)
 		require.NoError(t, err)
 		info, err := c.Info(ctx)
 		require.NoError(t, err)
 		total += info.Delivered.Consumer
 	}
+	require.NoError(t, names.Err())
 	return total
+}
+
+// shardsOf returns the shards of taskType each live node owns, per GET
+// /v1/nodes.
+func shardsOf(t *testing.T, api *client.Client, taskType string) map[string][]int {
+	t.Helper()
+	l, err := api.ListNodes(context.Background())
+	require.NoError(t, err)
+	out := map[string][]int{}
+	for _, n := range l.Nodes {
+		if n.Alive {
+			out[n.Name] = n.Shards[taskType]
+		}
+	}
+	return out
 }
 
 // historyRow is one task_history row as the tests read it.
@@ -183,6 +207,11 @@ func TestGracefulScaleIn(t *testing.T) {
 	longOnA := longRunningOnA()
 	queued := c.count(t, "status = 'READY'")
 
+	before := shardsOf(t, c.api, "ax.sleep")
+	require.NotEmpty(t, before["exec-a"], "exec-a owns shards of ax.sleep")
+	require.NotEmpty(t, before["exec-b"], "exec-b owns shards of ax.sleep")
+	require.Len(t, append(slices.Clone(before["exec-a"]), before["exec-b"]...), 64, "the two nodes share the 64 shards")
+
 	require.NoError(t, leaving.cmd.Process.Signal(syscall.SIGTERM))
 	termed := time.Now()
 	var left time.Duration
@@ -214,6 +243,9 @@ func TestGracefulScaleIn(t *testing.T) {
 	for _, id := range unfinished {
 		require.Equal(t, 1, c.count(t, "id = ? AND executor_addr = 'exec-b'", id), "task %d unfinished at exec-a's exit", id)
 	}
+	after := shardsOf(t, c.api, "ax.sleep")
+	require.NotContains(t, after, "exec-a")
+	require.Len(t, after["exec-b"], 64, "exec-a's shards moved to the survivor")
 
 	handedBack := 0
 	for id, h := range c.histories(t) {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -22,9 +23,9 @@ func newNodesCmd() *cobra.Command {
 				tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
 				fmt.Fprintln(tw, "NODE\tALIVE\tLAST HEARTBEAT\tRUNNING\tCAPACITY\tSHARDS\tTYPES\tADDR")
 				for _, n := range l.Nodes {
-					fmt.Fprintf(tw, "%s\t%t\t%s ago\t%d\t%d\t%d\t%s\t%s\n", n.Name, n.Alive,
+					fmt.Fprintf(tw, "%s\t%t\t%s ago\t%d\t%d\t%s\t%s\t%s\n", n.Name, n.Alive,
 						time.Since(n.LastHeartbeat).Round(100*time.Millisecond), len(n.Running), n.Capacity,
-						len(n.Shards), strings.Join(n.Types, ","), n.Addr)
+						shardCounts(n.Types, n.Shards), strings.Join(n.Types, ","), n.Addr)
 				}
 				tw.Flush()
 			})
@@ -32,4 +33,14 @@ func newNodesCmd() *cobra.Command {
 	}
 	f.register(cmd)
 	return cmd
+}
+
+// shardCounts says how many shards the node owns per type, in the order of
+// its types ("28/28/64"); -o json shows which.
+func shardCounts(types []string, shards map[string][]int) string {
+	counts := make([]string, len(types))
+	for i, t := range types {
+		counts[i] = strconv.Itoa(len(shards[t]))
+	}
+	return strings.Join(counts, "/")
 }

@@ -195,7 +195,11 @@ func Run(ctx context.Context, cfg Config, services []Service, logger *slog.Logge
 		case Timer:
 			runners = append(runners, timer.New(cfg.Timer, st.WithActor("timer@"+cfg.Node), rdb, k, conn, logger).Run)
 		case Dispatcher:
-			runners = append(runners, dispatcher.New(cfg.Dispatcher, st.WithActor("dispatcher@"+cfg.Node), rdb, k, conn, clk, logger).Run)
+			dcfg := cfg.Dispatcher
+			if dcfg.Heartbeat <= 0 {
+				dcfg.Heartbeat = cfg.Executor.HeartbeatInterval
+			}
+			runners = append(runners, dispatcher.New(dcfg, st.WithActor("dispatcher@"+cfg.Node), rdb, k, conn, clk, logger).Run)
 		case Executor:
 			ecfg := cfg.Executor
 			ecfg.Node = cfg.Node
@@ -213,7 +217,7 @@ func Run(ctx context.Context, cfg Config, services []Service, logger *slog.Logge
 			}
 			runners = append(runners, ex.Run)
 		case Reaper:
-			runners = append(runners, reaper.New(cfg.Reaper, st.WithActor("reaper@"+cfg.Node), rdb, k, clk, logger).Run)
+			runners = append(runners, reaper.New(cfg.Reaper, st.WithActor("reaper@"+cfg.Node), rdb, k, clk, logger).WithWork(conn.JS).Run)
 		}
 	}
 

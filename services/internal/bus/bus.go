@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -90,11 +91,25 @@ func EnsureStreams(ctx context.Context, js jetstream.JetStream, o StreamOptions)
 		},
 	}
 	for _, cfg := range cfgs {
+		// Most processes find the streams as declared: they leave them
+		// alone rather than send an update for nothing, which also keeps
+		// them clear of a race inside nats-server between a stream update
+		// and consumers being created on it.
+		if s, err := js.Stream(ctx, cfg.Name); err == nil && sameStream(s.CachedInfo().Config, cfg) {
+			continue
+		}
 		if _, err := js.CreateOrUpdateStream(ctx, cfg); err != nil {
 			return fmt.Errorf("declare stream %s: %w", cfg.Name, err)
 		}
 	}
 	return nil
+}
+
+// sameStream reports whether have already has every setting want declares.
+func sameStream(have, want jetstream.StreamConfig) bool {
+	return slices.Equal(have.Subjects, want.Subjects) && have.Retention == want.Retention &&
+		have.Storage == want.Storage && have.MaxAge == want.MaxAge && have.Duplicates == want.Duplicates &&
+		max(have.Replicas, 1) == max(want.Replicas, 1)
 }
 
 // Msg is one message to publish.

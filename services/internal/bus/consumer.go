@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/axsched/ax/contracts"
 	"github.com/axsched/ax/events"
 )
 
@@ -141,4 +142,30 @@ func (unmarshaler) Unmarshal(msg jetstream.Msg) (*message.Message, error) {
 		}
 	}
 	return m, nil
+}
+
+// ExecAckWait is how long an executor may hold a fetched task message
+// unacknowledged (it keeps held ones alive well within it). It is also how
+// long the fetched but unclaimed work of a node that died waits before it
+// can be moved on.
+const ExecAckWait = 15 * time.Second
+
+// ExecConsumerConfig is the durable consumer of one executor subject (a
+// lane of a task type, for one node or shared). Executors and the reaper,
+// which moves on the work left on a departed node's subjects, declare it
+// alike.
+func ExecConsumerConfig(taskType string, lane contracts.Priority, token string) jetstream.ConsumerConfig {
+	return jetstream.ConsumerConfig{
+		Durable:       events.ExecConsumer(taskType, lane, token),
+		FilterSubject: events.ExecSubject(taskType, lane, token),
+		AckPolicy:     jetstream.AckExplicitPolicy,
+		AckWait:       ExecAckWait,
+		MaxDeliver:    20,
+		MaxAckPending: 20000,
+		DeliverPolicy: jetstream.DeliverAllPolicy,
+		// A node that is gone stops pulling; its consumers go by
+		// themselves an hour later (its messages stay in the stream, and
+		// the reaper moves them on long before that).
+		InactiveThreshold: time.Hour,
+	}
 }

@@ -104,4 +104,9 @@ var (
 	ReaperStuckRepaired = promauto.NewCounter(prometheus.CounterOpts{
 		Name: "ax_reaper_stuck_repaired_total", Help: "Orphaned RUNNING tasks (no live owner, no lease) returned to READY by the reaper.",
 	})
+	// ReaperStrandedMoved counts task messages moved off the subjects of
+	// executor nodes that are gone, back to the dispatcher.
+	ReaperStrandedMoved = promauto.NewCounter(prometheus.CounterOpts{
+		Name: "ax_reaper_stranded_moved_total", Help: "Task messages moved off departed executor nodes' subjects back to the dispatcher.",
+	})
 )

@@ -1,0 +1,67 @@
+package bus
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/axsched/ax/contracts"
+	"github.com/axsched/ax/events"
+)
+
+// moveBatch bounds how many messages one round of MoveToDue handles.
+const moveBatch = 500
+
+// MoveToDue empties an executor consumer of what it can fetch now: every
+// task message becomes a due command again, so the dispatcher re-checks the
+// task and routes it to its shard's current owner, and is acknowledged
+// only once that command is stored. Messages held unacknowledged by a
+// client that died come back after ExecAckWait and are moved by a later
+// call. It returns how many it moved.
+func MoveToDue(ctx context.Context, js jetstream.JetStream, c jetstream.Consumer, lane contracts.Priority) (int, error) {
+	moved := 0
+	for {
+		batch, err := c.FetchNoWait(moveBatch)
+		if err != nil {
+			return moved, fmt.Errorf("fetch to move: %w", err)
+		}
+		var (
+			msgs []jetstream.Msg
+			dues []Msg
+		)
+		for m := range batch.Messages() {
+			var d events.TaskDispatched
+			if err := events.Decode(m.Data(), &d); err != nil {
+				_ = m.Term() // undecodable: its task is re-driven from MySQL
+				continue
+			}
+			data, err := json.Marshal(events.TaskDue{TaskID: d.TaskID, Priority: lane, NextRunTimeMs: d.NextRunTimeMs})
+			if err != nil {
+				return moved, fmt.Errorf("encode due command of task %d: %w", d.TaskID, err)
+			}
+			msgs = append(msgs, m)
+			dues = append(dues, Msg{Subject: events.SubjectDue, EventType: events.TypeTaskDue,
+				CorrelationID: strconv.FormatInt(d.TaskID, 10), Data: data})
+		}
+		if err := batch.Error(); err != nil && !errors.Is(err, context.Canceled) && len(msgs) == 0 {
+			return moved, fmt.Errorf("fetch to move: %w", err)
+		}
+		if len(msgs) == 0 {
+			return moved, nil
+		}
+		if err := PublishBatch(ctx, js, dues); err != nil {
+			for _, m := range msgs {
+				_ = m.Nak()
+			}
+			return moved, fmt.Errorf("move %d task(s) to due: %w", len(dues), err)
+		}
+		for _, m := range msgs {
+			_ = m.Ack()
+		}
+		moved += len(msgs)
+	}
+}
