@@ -29,8 +29,14 @@ func (r *Reaper) RecoverDeadNodes(ctx context.Context) (int, error) {
 	}
 	var dead []string
 	last := map[string]time.Time{}
+	var next time.Time
 	for _, n := range nodes {
 		if n.Alive {
+			// The moment this node turns dead if it stays silent: the
+			// reaper wakes for it rather than up to a pass later.
+			if at := n.LastHeartbeat.Add(membership.DeadAfter(r.cfg.HeartbeatInterval)); next.IsZero() || at.Before(next) {
+				next = at
+			}
 			continue
 		}
 		dead = append(dead, n.Name)
@@ -39,30 +45,41 @@ func (r *Reaper) RecoverDeadNodes(ctx context.Context) (int, error) {
 			_ = membership.Leave(ctx, r.rdb, r.keys.Nodes(), n.Name)
 		}
 	}
+	r.nextDeath.Store(next.UnixNano())
+	if len(dead) == 0 {
+		return 0, nil
+	}
 	tasks, err := r.store.RunningOn(ctx, dead, r.cfg.Batch)
 	if err != nil {
 		return 0, err
 	}
-	moved := 0
-	for _, s := range tasks {
+	chains := make([][]store.TransferParams, len(tasks))
+	for i, s := range tasks {
 		// Release first: once READY is committed the task may be claimed
 		// within milliseconds, and a claim that finds the dead lease loses.
 		r.releaseDeadClaim(ctx, s)
 		attempt := s.Attempt
-		_, err := r.store.Transfer(ctx, store.TransferParams{
+		chains[i] = []store.TransferParams{{
 			TaskID: s.ID, From: contracts.StatusRunning, To: contracts.StatusReady, Attempt: &attempt,
 			ClearExecutor: true,
 			Reason: fmt.Sprintf("executor %s is dead: missed %d heartbeats, last at %s", s.Executor,
 				membership.MissedBeats, last[s.Executor].UTC().Format(time.RFC3339Nano)),
-		})
-		if errors.Is(err, store.ErrConflict) {
-			continue
+		}}
+	}
+	// All of them in one transaction: they run again a commit later, not
+	// a commit per task later.
+	out, err := r.store.TransferBatch(ctx, chains)
+	if err != nil {
+		return 0, err
+	}
+	moved := 0
+	for _, res := range out {
+		if res.Err == nil {
+			moved++
+			metrics.ReaperRecovered.Inc()
+		} else if !errors.Is(res.Err, store.ErrConflict) {
+			r.logger.Warn("hand on a dead executor's task", "err", res.Err)
 		}
-		if err != nil {
-			return moved, err
-		}
-		moved++
-		metrics.ReaperRecovered.Inc()
 	}
 	if moved > 0 {
 		r.logger.Info("handed on tasks of dead executors", "count", moved, "executors", dead)

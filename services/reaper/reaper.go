@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -65,6 +66,10 @@ type Reaper struct {
 	// for OrphanAfter to pass.
 	mu       sync.Mutex
 	suspects map[int64]suspect
+
+	// nextDeath is when the first live executor turns dead if it stays
+	// silent (unix ns; 0: none registered).
+	nextDeath atomic.Int64
 }
 
 // New builds a reaper.
@@ -93,9 +98,10 @@ func New(cfg Config, st *store.Store, rdb redis.UniversalClient, k keys.Keys, cl
 
 // Run reaps until ctx ends.
 func (r *Reaper) Run(ctx context.Context) error {
-	t := time.NewTicker(r.cfg.Interval)
+	t := time.NewTimer(r.cfg.Interval)
 	defer t.Stop()
 	for {
+		started := time.Now()
 		if _, err := r.RecoverDeadNodes(ctx); err != nil && ctx.Err() == nil {
 			r.logger.Warn("dead-node pass failed", "err", err)
 		}
@@ -108,12 +114,28 @@ func (r *Reaper) Run(ctx context.Context) error {
 		if _, err := r.RunOnce(ctx); err != nil && ctx.Err() == nil {
 			r.logger.Warn("reaper pass failed", "err", err)
 		}
+		t.Reset(r.untilNextPass(started))
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-t.C:
 		}
 	}
+}
+
+// untilNextPass is the pass interval, or less when a live executor turns
+// dead sooner (if it stays silent): a dead node's tasks move on within
+// milliseconds of the third missed heartbeat rather than up to a pass
+// later.
+func (r *Reaper) untilNextPass(started time.Time) time.Duration {
+	wait := r.cfg.Interval - time.Since(started)
+	if next := r.nextDeath.Load(); next != 0 {
+		// Both instants are on the scheduler clock, as heartbeats are.
+		if until := time.Duration(next - r.clock.Now().UnixNano()); until >= 0 && until+10*time.Millisecond < wait {
+			wait = until + 10*time.Millisecond
+		}
+	}
+	return max(wait, 10*time.Millisecond)
 }
 
 // releaseStaleLease deletes a lease only if it still holds the given
