@@ -59,6 +59,8 @@ type Config struct {
 	// Heartbeat is the executors' membership heartbeat interval (three
 	// missed mean dead), for routing.
 	Heartbeat time.Duration
+	// Shards is the shard count of the types' rings (0: 64).
+	Shards int
 }
 
 // Dispatcher is the dispatcher service.
@@ -81,7 +83,7 @@ func New(cfg Config, st *store.Store, rdb redis.UniversalClient, k keys.Keys, co
 	}
 	// A pause or resume reaches dispatch within a second.
 	logger = logger.With("service", "dispatcher")
-	return &Dispatcher{router: route.NewRouter(rdb, k.Nodes(), clk, cfg.Heartbeat, ring.Config{}, logger), rdb: rdb, keys: k, types: store.NewTypeCache(st, time.Second), cfg: cfg, store: st, conn: conn, clock: clk, logger: logger}
+	return &Dispatcher{router: route.NewRouter(rdb, k.Nodes(), clk, cfg.Heartbeat, ring.Config{Shards: cfg.Shards}, logger), rdb: rdb, keys: k, types: store.NewTypeCache(st, time.Second), cfg: cfg, store: st, conn: conn, clock: clk, logger: logger}
 }
 
 // dueBatch bounds how many due commands one pass checks and hands on.

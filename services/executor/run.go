@@ -42,6 +42,11 @@ func (e *Executor) take(ctx context.Context, p *pool, h *head) {
 	switch {
 	case err != nil:
 		<-p.slots
+		if ctx.Err() != nil {
+			// Shutting down: another executor may take it at once.
+			_ = h.msg.Nak()
+			return
+		}
 		e.logger.Warn("claim failed; message redelivered shortly", "task_id", h.task.TaskID, "err", err)
 		_ = h.msg.NakWithDelay(time.Second)
 		return
@@ -121,6 +126,11 @@ func (e *Executor) takeBatch(ctx context.Context, p *pool, hs []*head) {
 		e.releaseLocks(subset(runs, held))
 		for _, h := range hs {
 			<-p.slots
+			if ctx.Err() != nil {
+				// Shutting down: another executor may take it at once.
+				_ = h.msg.Nak()
+				continue
+			}
 			e.logger.Warn("claim failed; message redelivered shortly", "task_id", h.task.TaskID, "err", err)
 			_ = h.msg.NakWithDelay(time.Second)
 		}

@@ -18,15 +18,16 @@ type registry struct {
 	rdb       redis.UniversalClient
 	keys      keys.Keys
 	heartbeat time.Duration
+	shards    int
 }
 
 // ServeNodes lets the submitter answer GET /v1/nodes from the membership
 // registry; without it the route answers 503.
-func (s *Submitter) ServeNodes(rdb redis.UniversalClient, k keys.Keys, heartbeat time.Duration) {
+func (s *Submitter) ServeNodes(rdb redis.UniversalClient, k keys.Keys, heartbeat time.Duration, shards int) {
 	if heartbeat <= 0 {
 		heartbeat = membership.IntervalDefault
 	}
-	s.nodes = &registry{rdb: rdb, keys: k, heartbeat: heartbeat}
+	s.nodes = &registry{rdb: rdb, keys: k, heartbeat: heartbeat, shards: shards}
 }
 
 func (s *Submitter) nodeRoutes(mux *http.ServeMux) {
@@ -43,7 +44,7 @@ func (s *Submitter) handleNodes(w http.ResponseWriter, r *http.Request) {
 		s.internal(w, "list nodes", err)
 		return
 	}
-	table := route.Build(nodes, ring.Config{})
+	table := route.Build(nodes, ring.Config{Shards: s.nodes.shards})
 	for i := range nodes {
 		if shards := table.TypeShards(nodes[i].Name); len(shards) > 0 {
 			nodes[i].Shards = shards

@@ -26,6 +26,7 @@ import (
 	"github.com/axsched/ax/services/internal/natsembed"
 	"github.com/axsched/ax/services/internal/ops"
 	"github.com/axsched/ax/services/internal/outbox"
+	"github.com/axsched/ax/services/internal/ring"
 	"github.com/axsched/ax/services/internal/store"
 	"github.com/axsched/ax/services/reaper"
 	"github.com/axsched/ax/services/submitter"
@@ -63,6 +64,9 @@ type Config struct {
 	HTTPAddr       string
 	// Node names this process in history rows, locks and task rows.
 	Node string
+	// Shards is the shard count of every task type's ring (0: 64). Every
+	// dispatcher and submitter of a cluster must use the same.
+	Shards int
 	// NodeID is the snowflake node ID (0..1023) of this submitter.
 	NodeID int64
 	// Migrate applies pending migrations at start.
@@ -116,6 +120,11 @@ func (c *Config) Validate(services []Service) error {
 	}
 	if c.Node == "" {
 		return errors.New("node name is empty")
+	}
+	if c.Shards != 0 {
+		if err := ring.ValidateShards(c.Shards); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -189,7 +198,7 @@ func Run(ctx context.Context, cfg Config, services []Service, logger *slog.Logge
 			scfg := cfg.Submitter
 			scfg.Node = cfg.Node
 			sub := submitter.New(scfg, st.WithActor("submitter@"+cfg.Node), ids, clk, logger)
-			sub.ServeNodes(rdb, k, cfg.Executor.HeartbeatInterval)
+			sub.ServeNodes(rdb, k, cfg.Executor.HeartbeatInterval, cfg.Shards)
 			sub.Routes(srv.Mux)
 			runners = append(runners, sub.Run)
 		case Timer:
@@ -198,6 +207,9 @@ func Run(ctx context.Context, cfg Config, services []Service, logger *slog.Logge
 			dcfg := cfg.Dispatcher
 			if dcfg.Heartbeat <= 0 {
 				dcfg.Heartbeat = cfg.Executor.HeartbeatInterval
+			}
+			if dcfg.Shards == 0 {
+				dcfg.Shards = cfg.Shards
 			}
 			runners = append(runners, dispatcher.New(dcfg, st.WithActor("dispatcher@"+cfg.Node), rdb, k, conn, clk, logger).Run)
 		case Executor:

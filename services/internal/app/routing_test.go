@@ -16,12 +16,13 @@ import (
 )
 
 // TestTasksRunOnTheirShardOwner: with three executors of a type alive, every
-// task runs on the owner of its shard on the type's ring, as GET /v1/nodes
-// shows it, and the three split the shards and the work.
+// task runs on the owner of its shard on the type's ring (256 shards here),
+// as GET /v1/nodes shows it, and the three split the shards and the work.
 func TestTasksRunOnTheirShardOwner(t *testing.T) {
 	_, k := testenv.Redis(t)
 	sys := startSystemWith(t, schedulerOnly, "127.0.0.1:6379", k.Prefix, func(c *app.Config) {
 		c.Executor.HeartbeatInterval = 300 * time.Millisecond
+		c.Shards = 256
 	})
 	nodes := []string{"exec-1", "exec-2", "exec-3"}
 	for _, n := range nodes {
@@ -54,6 +55,7 @@ func TestTasksRunOnTheirShardOwner(t *testing.T) {
 			owned[s] = n.Name
 		}
 	}
+	require.Equal(t, 256, list.ShardCount)
 	require.Len(t, owned, list.ShardCount)
 
 	const n = 300
