@@ -273,7 +273,7 @@ func (s *Store) transferBatchTx(ctx context.Context, tx *sql.Tx, chains [][]Tran
 	if len(plan) == 0 {
 		return nil
 	}
-	if err := updateRows(ctx, tx, plan, at); err != nil {
+	if err := updateRows(ctx, tx, plan); err != nil {
 		return err
 	}
 	recs := make([]transferRecord, len(plan))
@@ -353,12 +353,14 @@ func lockRows(ctx context.Context, tx *sql.Tx, ids []int64) (map[int64]rowState,
 }
 
 // setClause is what a step changes on its row, as SQL and arguments.
-func setClause(p TransferParams, at time.Time) (string, []any) {
-	set := []string{"status = ?", "updated_at = ?"}
-	args := []any{string(p.To), at}
+func setClause(p TransferParams) (string, []any) {
+	set := []string{"status = ?", "updated_at = NOW(3)"}
+	args := []any{string(p.To)}
 	if p.Claim {
-		set = append(set, "attempt = attempt + 1", "executor_addr = ?", "last_heartbeat_time = ?", "started_at = ?")
-		args = append(args, p.Executor, at, at)
+		// The reaper judges heartbeats and run times against the
+		// database's clock, so they are stamped with it too.
+		set = append(set, "attempt = attempt + 1", "executor_addr = ?", "last_heartbeat_time = NOW(3)", "started_at = NOW(3)")
+		args = append(args, p.Executor)
 	}
 	if p.IncrementRetry {
 		set = append(set, "retry_count = retry_count + 1")
@@ -384,14 +386,14 @@ func setClause(p TransferParams, at time.Time) (string, []any) {
 // change distinct rows in the same way into one UPDATE ... WHERE id IN. The
 // rows are locked and were checked, so each statement must match every row
 // it names; anything else is a bug and rolls the batch back.
-func updateRows(ctx context.Context, tx *sql.Tx, plan []plannedStep, at time.Time) error {
+func updateRows(ctx context.Context, tx *sql.Tx, plan []plannedStep) error {
 	for len(plan) > 0 {
-		set, args := setClause(plan[0].p, at)
+		set, args := setClause(plan[0].p)
 		from := plan[0].p.From
 		n := 1
 		seen := map[int64]bool{plan[0].p.TaskID: true}
 		for n < len(plan) && n < batchChunkRows && !seen[plan[n].p.TaskID] && plan[n].p.From == from {
-			s2, a2 := setClause(plan[n].p, at)
+			s2, a2 := setClause(plan[n].p)
 			if s2 != set || !slices.Equal(a2, args) {
 				break
 			}
