@@ -40,6 +40,7 @@ import (
 	"github.com/axsched/ax/services/internal/clock"
 	"github.com/axsched/ax/services/internal/keys"
 	"github.com/axsched/ax/services/internal/metrics"
+	"github.com/axsched/ax/services/internal/ready"
 	"github.com/axsched/ax/services/internal/ring"
 	"github.com/axsched/ax/services/internal/route"
 	"github.com/axsched/ax/services/internal/store"
@@ -65,6 +66,7 @@ type Config struct {
 
 // Dispatcher is the dispatcher service.
 type Dispatcher struct {
+	ready  *ready.Gate
 	router *route.Router
 	rdb    redis.UniversalClient
 	keys   keys.Keys
@@ -83,7 +85,7 @@ func New(cfg Config, st *store.Store, rdb redis.UniversalClient, k keys.Keys, co
 	}
 	// A pause or resume reaches dispatch within a second.
 	logger = logger.With("service", "dispatcher")
-	return &Dispatcher{router: route.NewRouter(rdb, k.Nodes(), clk, cfg.Heartbeat, ring.Config{Shards: cfg.Shards}, logger), rdb: rdb, keys: k, types: store.NewTypeCache(st, time.Second), cfg: cfg, store: st, conn: conn, clock: clk, logger: logger}
+	return &Dispatcher{ready: ready.New(1), router: route.NewRouter(rdb, k.Nodes(), clk, cfg.Heartbeat, ring.Config{Shards: cfg.Shards}, logger), rdb: rdb, keys: k, types: store.NewTypeCache(st, time.Second), cfg: cfg, store: st, conn: conn, clock: clk, logger: logger}
 }
 
 // dueBatch bounds how many due commands one pass checks and hands on.
@@ -100,11 +102,14 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	g.Go(func() error {
 		return bus.ConsumeBatches(gctx, d.conn.JS, bus.ConsumerSpec{
 			Name: events.ConsumerDispatcher, Stream: events.StreamWork,
-			Subject: events.SubjectDue, Parallel: d.cfg.Consumers,
+			Subject: events.SubjectDue, Parallel: d.cfg.Consumers, Declared: d.ready.Done,
 		}, dueBatch, d.logger, d.handleDue)
 	})
 	return g.Wait()
 }
+
+// Ready is closed once the dispatcher is taking due commands.
+func (d *Dispatcher) Ready() <-chan struct{} { return d.ready.Ready() }
 
 func (d *Dispatcher) handleDue(ctx context.Context, msgs []jetstream.Msg) error {
 	dues := make([]events.TaskDue, 0, len(msgs))

@@ -52,6 +52,7 @@ import (
 	"github.com/axsched/ax/services/internal/clock"
 	"github.com/axsched/ax/services/internal/keys"
 	"github.com/axsched/ax/services/internal/membership"
+	"github.com/axsched/ax/services/internal/ready"
 	"github.com/axsched/ax/services/internal/store"
 )
 
@@ -152,6 +153,8 @@ type Executor struct {
 	wg      sync.WaitGroup
 	// outcomes feeds the writer that records finished runs in batches.
 	outcomes chan outcome
+	// ready opens once every type's consumers are declared and pulled.
+	ready *ready.Gate
 }
 
 type pool struct {
@@ -171,7 +174,7 @@ func New(cfg Config, st *store.Store, rdb redis.UniversalClient, k keys.Keys, co
 	e := &Executor{cfg: cfg, store: st, rdb: rdb, keys: k, conn: conn, clock: clk,
 		logger: logger.With("service", "executor", "node", cfg.Node),
 		types:  map[string]*pool{}, running: map[int64]*run{},
-		typeSettings: store.NewTypeCache(st, typeCacheTTL)}
+		typeSettings: store.NewTypeCache(st, typeCacheTTL), ready: ready.New(1)}
 	for _, ts := range types {
 		if err := contracts.ValidateTypeName(ts.Name); err != nil {
 			return nil, err
@@ -261,6 +264,9 @@ func (e *Executor) Run(ctx context.Context) error {
 		defer in.close()
 		intakes = append(intakes, in)
 	}
+	if intakeCtx.Err() == nil {
+		e.ready.Done()
+	}
 	err = intake.Wait() // returns once intake has stopped
 	e.handBack(intakes)
 	e.drain(cancelRuns)
@@ -271,6 +277,9 @@ func (e *Executor) Run(ctx context.Context) error {
 	}
 	return err
 }
+
+// Ready is closed once the executor pulls the lanes of every type it serves.
+func (e *Executor) Ready() <-chan struct{} { return e.ready.Ready() }
 
 // drain waits for running handlers up to ShutdownTimeout, then cancels them;
 // each cancelled task is handed back to READY by its own fenced transfer.

@@ -19,6 +19,7 @@ import (
 	"github.com/axsched/ax/services/internal/bus"
 	"github.com/axsched/ax/services/internal/keys"
 	"github.com/axsched/ax/services/internal/metrics"
+	"github.com/axsched/ax/services/internal/ready"
 	"github.com/axsched/ax/services/internal/store"
 )
 
@@ -83,13 +84,16 @@ type Timer struct {
 
 	wake     chan struct{}
 	nextWake atomic.Int64 // Redis-clock ms the loop plans to wake at
+	// ready opens when the READY and RETRYING consumers are pulling and
+	// the type-change router runs.
+	ready *ready.Gate
 }
 
 // New builds a timer.
 func New(cfg Config, st *store.Store, rdb redis.UniversalClient, k keys.Keys, conn *bus.Conn, logger *slog.Logger) *Timer {
 	cfg.defaults()
 	return &Timer{cfg: cfg, store: st, rdb: rdb, keys: k, conn: conn,
-		logger: logger.With("service", "timer"), wake: make(chan struct{}, 1)}
+		logger: logger.With("service", "timer"), wake: make(chan struct{}, 1), ready: ready.New(3)}
 }
 
 // Run indexes READY events, pops due tasks and reconciles until ctx ends.
@@ -111,15 +115,23 @@ func (t *Timer) Run(ctx context.Context) error {
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return router.Run(gctx) })
 	g.Go(func() error {
+		select {
+		case <-router.Running():
+			t.ready.Done()
+		case <-gctx.Done():
+		}
+		return nil
+	})
+	g.Go(func() error {
 		return bus.ConsumeBatches(gctx, t.conn.JS, bus.ConsumerSpec{
 			Name: events.ConsumerTimer, Stream: events.StreamEvents,
-			Subject: events.TaskEventSubject(contracts.StatusReady), Parallel: t.cfg.Consumers,
+			Subject: events.TaskEventSubject(contracts.StatusReady), Parallel: t.cfg.Consumers, Declared: t.ready.Done,
 		}, indexBatch, t.logger, t.handleReady)
 	})
 	g.Go(func() error {
 		return bus.ConsumeBatches(gctx, t.conn.JS, bus.ConsumerSpec{
 			Name: events.ConsumerTimerRetrying, Stream: events.StreamEvents,
-			Subject: events.TaskEventSubject(contracts.StatusRetrying), Parallel: 2,
+			Subject: events.TaskEventSubject(contracts.StatusRetrying), Parallel: 2, Declared: t.ready.Done,
 		}, indexBatch, t.logger, t.handleReady)
 	})
 	g.Go(func() error { return t.loop(gctx) })
@@ -130,6 +142,10 @@ func (t *Timer) Run(ctx context.Context) error {
 // indexBatch bounds how many READY/RETRYING events one Redis pipeline
 // indexes.
 const indexBatch = 512
+
+// Ready is closed once the timer consumes READY and RETRYING events and
+// type changes.
+func (t *Timer) Ready() <-chan struct{} { return t.ready.Ready() }
 
 // handleReady indexes the tasks of READY and RETRYING events in one
 // pipeline; undecodable events are dropped (the reconciler finds their

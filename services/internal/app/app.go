@@ -188,6 +188,8 @@ func Run(ctx context.Context, cfg Config, services []Service, logger *slog.Logge
 	}
 
 	var runners []func(context.Context) error
+	// Services with consumers say when they are really taking work.
+	var readies []<-chan struct{}
 	for _, s := range services {
 		switch s {
 		case Submitter:
@@ -202,7 +204,9 @@ func Run(ctx context.Context, cfg Config, services []Service, logger *slog.Logge
 			sub.Routes(srv.Mux)
 			runners = append(runners, sub.Run)
 		case Timer:
-			runners = append(runners, timer.New(cfg.Timer, st.WithActor("timer@"+cfg.Node), rdb, k, conn, logger).Run)
+			tm := timer.New(cfg.Timer, st.WithActor("timer@"+cfg.Node), rdb, k, conn, logger)
+			readies = append(readies, tm.Ready())
+			runners = append(runners, tm.Run)
 		case Dispatcher:
 			dcfg := cfg.Dispatcher
 			if dcfg.Heartbeat <= 0 {
@@ -211,7 +215,9 @@ func Run(ctx context.Context, cfg Config, services []Service, logger *slog.Logge
 			if dcfg.Shards == 0 {
 				dcfg.Shards = cfg.Shards
 			}
-			runners = append(runners, dispatcher.New(dcfg, st.WithActor("dispatcher@"+cfg.Node), rdb, k, conn, clk, logger).Run)
+			d := dispatcher.New(dcfg, st.WithActor("dispatcher@"+cfg.Node), rdb, k, conn, clk, logger)
+			readies = append(readies, d.Ready())
+			runners = append(runners, d.Run)
 		case Executor:
 			ecfg := cfg.Executor
 			ecfg.Node = cfg.Node
@@ -227,11 +233,24 @@ func Run(ctx context.Context, cfg Config, services []Service, logger *slog.Logge
 			if err := ex.Register(ctx); err != nil {
 				return err
 			}
+			readies = append(readies, ex.Ready())
 			runners = append(runners, ex.Run)
 		case Reaper:
 			runners = append(runners, reaper.New(cfg.Reaper, st.WithActor("reaper@"+cfg.Node), rdb, k, clk, logger).WithWork(conn.JS).Run)
 		}
 	}
+
+	// Ready means taking work: every consumer declared and pulled.
+	srv.AddCheck("services", func(context.Context) error {
+		for _, r := range readies {
+			select {
+			case <-r:
+			default:
+				return errors.New("starting: consumers not declared yet")
+			}
+		}
+		return nil
+	})
 
 	// Infrastructure outlives the services so their last transfers are
 	// relayed and /readyz can report draining.
@@ -248,10 +267,19 @@ func Run(ctx context.Context, cfg Config, services []Service, logger *slog.Logge
 	for _, r := range runners {
 		svc.Go(func() error { return r(svcCtx) })
 	}
-	logger.Info("ax running", "services", services, "http", srv.Addr(), "nats", cfg.NATSURL, "node", cfg.Node)
-	if cfg.OnReady != nil {
-		cfg.OnReady(srv.Addr())
-	}
+	go func() {
+		for _, r := range readies {
+			select {
+			case <-r:
+			case <-svcCtx.Done():
+				return
+			}
+		}
+		logger.Info("ax running", "services", services, "http", srv.Addr(), "nats", cfg.NATSURL, "node", cfg.Node)
+		if cfg.OnReady != nil {
+			cfg.OnReady(srv.Addr())
+		}
+	}()
 	// A failing infrastructure part (HTTP server, relay) stops everything.
 	go func() {
 		select {

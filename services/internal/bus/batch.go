@@ -43,6 +43,9 @@ func ConsumeBatches(ctx context.Context, js jetstream.JetStream, spec ConsumerSp
 	if err != nil {
 		return fmt.Errorf("consume %s: %w", spec.Name, err)
 	}
+	if spec.Declared != nil {
+		spec.Declared()
+	}
 	g, gctx := errgroup.WithContext(ctx)
 	for range spec.Parallel {
 		g.Go(func() error {

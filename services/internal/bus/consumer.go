@@ -31,6 +31,9 @@ type ConsumerSpec struct {
 	// MaxDeliver bounds redeliveries; a message that keeps failing is
 	// dropped and its task re-driven from MySQL by a reconciler.
 	MaxDeliver int
+	// Declared, when set, is called once the consumer is declared and
+	// being pulled (ConsumeBatches only).
+	Declared func()
 }
 
 func (spec ConsumerSpec) withDefaults() ConsumerSpec {
