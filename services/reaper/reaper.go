@@ -50,6 +50,10 @@ type Config struct {
 	// leases together (FLUSHALL, failover) the live executors re-register
 	// before their tasks are judged.
 	OrphanAfter time.Duration
+	// IdempotencyRetention, when positive, is how long idempotency keys
+	// are kept: older ones are deleted, a batch a minute. Zero keeps them
+	// forever.
+	IdempotencyRetention time.Duration
 }
 
 // Reaper is the reaper service.
@@ -70,6 +74,8 @@ type Reaper struct {
 	// nextDeath is when the first live executor turns dead if it stays
 	// silent (unix ns; 0: none registered).
 	nextDeath atomic.Int64
+	// lastPrune is when idempotency keys were last pruned.
+	lastPrune time.Time
 }
 
 // New builds a reaper.
@@ -114,6 +120,12 @@ func (r *Reaper) Run(ctx context.Context) error {
 		if _, err := r.RunOnce(ctx); err != nil && ctx.Err() == nil {
 			r.logger.Warn("reaper pass failed", "err", err)
 		}
+		if r.cfg.IdempotencyRetention > 0 && time.Since(r.lastPrune) >= pruneEvery {
+			r.lastPrune = time.Now()
+			if _, err := r.PruneIdempotencyKeys(ctx); err != nil && ctx.Err() == nil {
+				r.logger.Warn("prune idempotency keys failed", "err", err)
+			}
+		}
 		t.Reset(r.untilNextPass(started))
 		select {
 		case <-ctx.Done():
@@ -121,6 +133,32 @@ func (r *Reaper) Run(ctx context.Context) error {
 		case <-t.C:
 		}
 	}
+}
+
+// pruneEvery and pruneBatch pace the pruning of idempotency keys: small
+// deletes, so a backlog of old keys never holds locks for long.
+const (
+	pruneEvery = time.Minute
+	pruneBatch = 10000
+)
+
+// PruneIdempotencyKeys deletes idempotency keys older than the retention,
+// a batch at a time until none is left (or ctx ends). It returns how many
+// went.
+func (r *Reaper) PruneIdempotencyKeys(ctx context.Context) (int64, error) {
+	var total int64
+	for ctx.Err() == nil {
+		n, err := r.store.PruneIdempotencyKeys(ctx, r.cfg.IdempotencyRetention, pruneBatch)
+		total += n
+		metrics.IdempotencyKeysPruned.Add(float64(n))
+		if err != nil || n < pruneBatch {
+			if total > 0 {
+				r.logger.Info("pruned idempotency keys", "keys", total, "retention", r.cfg.IdempotencyRetention)
+			}
+			return total, err
+		}
+	}
+	return total, ctx.Err()
 }
 
 // untilNextPass is the pass interval, or less when a live executor turns

@@ -135,6 +135,7 @@ func (f *serverFlags) register(fs *pflag.FlagSet, command string) {
 	fs.DurationVar(&c.Reaper.Interval, "reap-interval", envDur("AX_REAP_INTERVAL", time.Second), "reaper pass period [AX_REAP_INTERVAL]")
 	fs.DurationVar(&f.heartbeat, "heartbeat-interval", envDur("AX_HEARTBEAT_INTERVAL", 3*time.Second), "executor membership heartbeat period; three missed mean dead [AX_HEARTBEAT_INTERVAL]")
 	fs.DurationVar(&c.Reaper.TimeoutGrace, "timeout-grace", envDur("AX_TIMEOUT_GRACE", 30*time.Second), "how long past its timeout a silent RUNNING task may be before the reaper records TIMEOUT [AX_TIMEOUT_GRACE]")
+	fs.DurationVar(&c.Reaper.IdempotencyRetention, "idempotency-retention", envDur("AX_IDEMPOTENCY_RETENTION", 0), "delete idempotency keys older than this (reaper); 0 keeps them forever [AX_IDEMPOTENCY_RETENTION]")
 	fs.DurationVar(&c.Reaper.Silence, "reap-silence", envDur("AX_REAP_SILENCE", 15*time.Second), "heartbeat silence after which a RUNNING task's lease is checked [AX_REAP_SILENCE]")
 	// No AX_* variable: one environment is often shared by several
 	// processes, which must not write the same profile file.

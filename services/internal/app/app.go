@@ -121,6 +121,9 @@ func (c *Config) Validate(services []Service) error {
 	if c.Node == "" {
 		return errors.New("node name is empty")
 	}
+	if c.Reaper.IdempotencyRetention < 0 {
+		return fmt.Errorf("idempotency retention %s is negative: give a positive duration, or 0 to keep keys forever", c.Reaper.IdempotencyRetention)
+	}
 	if c.Shards != 0 {
 		if err := ring.ValidateShards(c.Shards); err != nil {
 			return err

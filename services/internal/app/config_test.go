@@ -2,6 +2,7 @@ package app_test
 
 import (
 	"testing"
+	"time"
 
 	"github.com/axsched/ax/services/internal/app"
 )
@@ -24,6 +25,20 @@ func TestConfigValidateShards(t *testing.T) {
 		err := c.Validate([]app.Service{app.Dispatcher})
 		if (err == nil) != tc.ok {
 			t.Errorf("shards %d: err = %v, want ok = %v", tc.shards, err, tc.ok)
+		}
+	}
+}
+
+func TestConfigValidateIdempotencyRetention(t *testing.T) {
+	for _, tc := range []struct {
+		retention time.Duration
+		ok        bool
+	}{{0, true}, {90 * 24 * time.Hour, true}, {-time.Second, false}} {
+		c := app.Config{MySQLDSN: "root@tcp(127.0.0.1:3306)/ax", RedisAddr: "127.0.0.1:6379", NATSURL: "nats://127.0.0.1:4222",
+			HTTPAddr: "127.0.0.1:0", Node: "n"}
+		c.Reaper.IdempotencyRetention = tc.retention
+		if err := c.Validate([]app.Service{app.Reaper}); (err == nil) != tc.ok {
+			t.Errorf("retention %s: err = %v, want ok = %v", tc.retention, err, tc.ok)
 		}
 	}
 }

@@ -104,6 +104,10 @@ var (
 	ReaperStuckRepaired = promauto.NewCounter(prometheus.CounterOpts{
 		Name: "ax_reaper_stuck_repaired_total", Help: "Orphaned RUNNING tasks (no live owner, no lease) returned to READY by the reaper.",
 	})
+	// IdempotencyKeysPruned counts idempotency keys deleted past retention.
+	IdempotencyKeysPruned = promauto.NewCounter(prometheus.CounterOpts{
+		Name: "ax_idempotency_keys_pruned_total", Help: "Idempotency keys deleted by the reaper because they were older than --idempotency-retention.",
+	})
 	// ReaperStrandedMoved counts task messages moved off the subjects of
 	// executor nodes that are gone, back to the dispatcher.
 	ReaperStrandedMoved = promauto.NewCounter(prometheus.CounterOpts{

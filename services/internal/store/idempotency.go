@@ -148,3 +148,19 @@ func isDeadlockVictim(err error) bool {
 	var me *mysql.MySQLError
 	return errors.As(err, &me) && me.Number == 1213
 }
+
+// PruneIdempotencyKeys deletes up to limit keys recorded longer ago than
+// olderThan (database clock), oldest first, and returns how many went. A
+// pruned key no longer guards its effect: if the same work comes back, the
+// effect runs again.
+func (s *Store) PruneIdempotencyKeys(ctx context.Context, olderThan time.Duration, limit int) (int64, error) {
+	if olderThan <= 0 || limit <= 0 {
+		return 0, fmt.Errorf("prune idempotency keys: retention %s and limit %d must be positive", olderThan, limit)
+	}
+	r, err := s.db.ExecContext(ctx, `DELETE FROM idempotency_keys
+		WHERE created_at < NOW(3) - INTERVAL ? MICROSECOND ORDER BY created_at LIMIT ?`, olderThan.Microseconds(), limit)
+	if err != nil {
+		return 0, fmt.Errorf("prune idempotency keys: %w", err)
+	}
+	return r.RowsAffected()
+}

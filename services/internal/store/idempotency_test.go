@@ -241,3 +241,37 @@ func TestOnceRecordsEffectThatOutlivedItsContext(t *testing.T) {
 	require.NoError(t, err)
 	require.False(t, ran)
 }
+
+func TestPruneIdempotencyKeysTakesOnlyOldOnes(t *testing.T) {
+	ctx := context.Background()
+	st, _ := testenv.Store(t)
+	for i, age := range []string{"100 DAY", "95 DAY", "91 DAY", "1 DAY", "0 SECOND"} {
+		_, err := st.DB().ExecContext(ctx, `INSERT INTO idempotency_keys (scope, idem_key, task_id, attempt, created_at)
+			VALUES ('t', ?, 1, 1, NOW(3) - INTERVAL `+age+`)`, []byte{byte('a' + i)})
+		require.NoError(t, err)
+	}
+	keys := func() []string {
+		rows, err := st.DB().QueryContext(ctx, `SELECT idem_key FROM idempotency_keys ORDER BY idem_key`)
+		require.NoError(t, err)
+		defer rows.Close()
+		var out []string
+		for rows.Next() {
+			var k []byte
+			require.NoError(t, rows.Scan(&k))
+			out = append(out, string(k))
+		}
+		return out
+	}
+	n, err := st.PruneIdempotencyKeys(ctx, 90*24*time.Hour, 2)
+	require.NoError(t, err)
+	require.EqualValues(t, 2, n, "the limit bounds one call")
+	require.Equal(t, []string{"c", "d", "e"}, keys(), "oldest first")
+	n, err = st.PruneIdempotencyKeys(ctx, 90*24*time.Hour, 100)
+	require.NoError(t, err)
+	require.EqualValues(t, 1, n)
+	require.Equal(t, []string{"d", "e"}, keys(), "keys younger than the retention stay")
+
+	_, err = st.PruneIdempotencyKeys(ctx, 0, 100)
+	require.Error(t, err, "no retention is refused, not taken as 'everything'")
+	require.Equal(t, []string{"d", "e"}, keys())
+}

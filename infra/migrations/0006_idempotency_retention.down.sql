@@ -1,0 +1,1 @@
+DROP INDEX idx_idempotency_created ON idempotency_keys;
