@@ -42,13 +42,7 @@ func (e *Executor) take(ctx context.Context, p *pool, h *head) {
 	switch {
 	case err != nil:
 		<-p.slots
-		if ctx.Err() != nil {
-			// Shutting down: another executor may take it at once.
-			_ = h.msg.Nak()
-			return
-		}
-		e.logger.Warn("claim failed; message redelivered shortly", "task_id", h.task.TaskID, "err", err)
-		_ = h.msg.NakWithDelay(time.Second)
+		e.retryLater(ctx, h, err)
 		return
 	case r == nil:
 		<-p.slots
@@ -60,6 +54,18 @@ func (e *Executor) take(ctx context.Context, p *pool, h *head) {
 	_ = h.msg.Ack()
 	e.wg.Add(1)
 	go e.execute(p, r)
+}
+
+// retryLater hands back a message whose claim failed for a reason other
+// than losing it: at once when shutting down (another executor may take
+// it), otherwise after a second.
+func (e *Executor) retryLater(ctx context.Context, h *head, err error) {
+	if ctx.Err() != nil {
+		_ = h.msg.Nak()
+		return
+	}
+	e.logger.Warn("claim failed; message redelivered shortly", "task_id", h.task.TaskID, "err", err)
+	_ = h.msg.NakWithDelay(time.Second)
 }
 
 // newRun prepares the run a claim of h would start.
@@ -100,7 +106,7 @@ func (e *Executor) claimParams(d *events.TaskDispatched) store.TransferParams {
 // cluster-wide limit claims one task at a time, each waiting for a member
 // of the running set.
 func (e *Executor) takeBatch(ctx context.Context, p *pool, hs []*head) {
-	if e.settings(ctx, p).Concurrency > 0 || len(hs) == 1 {
+	if e.settings(ctx, p).Concurrency > 0 {
 		for _, h := range hs {
 			e.take(ctx, p, h)
 		}
@@ -126,13 +132,7 @@ func (e *Executor) takeBatch(ctx context.Context, p *pool, hs []*head) {
 		e.releaseLocks(subset(runs, held))
 		for _, h := range hs {
 			<-p.slots
-			if ctx.Err() != nil {
-				// Shutting down: another executor may take it at once.
-				_ = h.msg.Nak()
-				continue
-			}
-			e.logger.Warn("claim failed; message redelivered shortly", "task_id", h.task.TaskID, "err", err)
-			_ = h.msg.NakWithDelay(time.Second)
+			e.retryLater(ctx, h, err)
 		}
 	}
 	if lockErr != nil && len(held) == 0 {
@@ -164,9 +164,9 @@ func (e *Executor) takeBatch(ctx context.Context, p *pool, hs []*head) {
 	for i, h := range hs {
 		if !won[i] {
 			<-p.slots
-			if locks[i].Err() != nil {
+			if err := locks[i].Err(); err != nil {
 				// Redis did not answer for this one: let it come back.
-				_ = h.msg.NakWithDelay(time.Second)
+				e.retryLater(ctx, h, err)
 				continue
 			}
 			metrics.ExecutorClaimsLost.WithLabelValues(h.task.Type).Inc()

@@ -13,11 +13,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/axsched/ax/contracts"
-	"github.com/axsched/ax/services/internal/clock"
-	"github.com/axsched/ax/services/internal/idgen"
-	"github.com/axsched/ax/services/internal/store"
-	"github.com/axsched/ax/services/internal/testenv"
-	"github.com/axsched/ax/services/submitter"
 )
 
 // TestConcurrentSubmissionsShareTransactionsCorrectly: with Run running,
@@ -25,18 +20,11 @@ import (
 // five biz_keys) each get the answer one-by-one creation would give: a new
 // task with its history row and event, or the one task of its key.
 func TestConcurrentSubmissionsShareTransactionsCorrectly(t *testing.T) {
-	st, _ := testenv.Store(t)
-	require.NoError(t, st.RegisterType(context.Background(), store.TaskType{Name: "ax.noop", TimeoutMs: 60000, MaxRetries: 3, Priority: contracts.PriorityNormal}))
-	ids, err := idgen.New(2)
-	require.NoError(t, err)
-	sub := submitter.New(submitter.Config{Node: "test"}, st, ids, clock.System{}, testenv.Logger(t))
-	mux := http.NewServeMux()
-	sub.Routes(mux)
+	f := newFixture(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- sub.Run(ctx) }()
+	go func() { done <- f.sub.Run(ctx) }()
 	t.Cleanup(func() { cancel(); <-done })
-	f := &fixture{st: st, mux: mux}
 	time.Sleep(50 * time.Millisecond) // Run is coalescing
 
 	const n = 200

@@ -23,6 +23,7 @@ import (
 
 type fixture struct {
 	st  *store.Store
+	sub *submitter.Submitter
 	mux *http.ServeMux
 }
 
@@ -33,8 +34,9 @@ func newFixture(t *testing.T) *fixture {
 	ids, err := idgen.New(1)
 	require.NoError(t, err)
 	mux := http.NewServeMux()
-	submitter.New(submitter.Config{Node: "test", MaxPayload: 1024, MaxHorizon: time.Hour}, st, ids, clock.System{}, testenv.Logger(t)).Routes(mux)
-	return &fixture{st: st, mux: mux}
+	sub := submitter.New(submitter.Config{Node: "test", MaxPayload: 1024, MaxHorizon: time.Hour}, st, ids, clock.System{}, testenv.Logger(t))
+	sub.Routes(mux)
+	return &fixture{st: st, sub: sub, mux: mux}
 }
 
 func (f *fixture) do(t *testing.T, method, path string, body io.Reader) *httptest.ResponseRecorder {

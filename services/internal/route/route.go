@@ -9,7 +9,6 @@ package route
 import (
 	"context"
 	"log/slog"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -68,12 +67,6 @@ func (t *Table) Owner(taskType string, taskID int64) (string, bool) {
 	}
 	owner := r.Owner(ring.Shard(taskID, r.Shards()))
 	return owner, owner != ""
-}
-
-// Serves reports whether node is a live member of the type's ring.
-func (t *Table) Serves(taskType, node string) bool {
-	r := t.rings[taskType]
-	return r != nil && slices.Contains(r.Nodes(), node)
 }
 
 // TypeShards returns, for every type node serves, the shards it owns.
