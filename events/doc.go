@@ -5,7 +5,7 @@
 // Two streams exist:
 //
 //   - AX_EVENTS (limits retention) holds one TaskTransferred event per row of
-//     task_history, published by the outbox relay with the event ID as
+//     task_history, published from that row by the relay with the event ID as
 //     Nats-Msg-Id so that a relay retry never stores an event twice.
 //   - AX_WORK (work-queue retention) carries commands between services:
 //     TaskDue (timer -> dispatcher) and TaskDispatched (dispatcher ->

@@ -47,14 +47,18 @@ func (f *fixture) do(t *testing.T, method, path string, body io.Reader) *httptes
 	return rec
 }
 
-// rowCounts is the whole observable state: a rejected request must not
+// rowCounts is the whole observable state: tasks, history rows, and events
+// waiting for the relay (none runs here). A rejected request must not
 // change it.
 func (f *fixture) rowCounts(t *testing.T) [3]int {
 	t.Helper()
 	var c [3]int
-	for i, table := range []string{"tasks", "task_history", "outbox"} {
+	for i, table := range []string{"tasks", "task_history"} {
 		require.NoError(t, f.st.DB().QueryRow("SELECT COUNT(*) FROM "+table).Scan(&c[i]))
 	}
+	events, err := f.st.RelayBacklog(context.Background())
+	require.NoError(t, err)
+	c[2] = int(events)
 	return c
 }
 

@@ -1,7 +1,7 @@
 // Package app wires ax's services to their dependencies and runs them with
 // one lifecycle. `ax up` runs all five with an embedded NATS server; `ax
 // <service>` runs one against an external NATS. Shutdown happens in order:
-// the services stop taking work and finish what they hold, then the outbox
+// the services stop taking work and finish what they hold, then the
 // relay flushes the last events, then the HTTP server and connections close.
 package app
 

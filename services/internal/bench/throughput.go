@@ -12,6 +12,7 @@ import (
 	"github.com/axsched/ax/contracts"
 	"github.com/axsched/ax/events"
 	"github.com/axsched/ax/services/executor"
+	"github.com/axsched/ax/services/internal/store"
 )
 
 // typeSettle is how long a change of a task type takes to reach every
@@ -183,7 +184,7 @@ func (r *run) waitDrained(ctx context.Context, ids []int64) (time.Time, error) {
 }
 
 // waitQuiet waits until ax has nothing in flight towards dispatch: the
-// outbox is empty and the timer's and dispatcher's durable consumers have
+// every event is published and the timer's and dispatcher's durable consumers have
 // nothing pending or unacknowledged, on two polls in a row.
 func (r *run) waitQuiet(ctx context.Context) error {
 	js, err := jetstream.New(r.col.nc)
@@ -196,11 +197,11 @@ func (r *run) waitQuiet(ctx context.Context) error {
 	deadline := time.Now().Add(r.cfg.StallTimeout)
 	for streak := 0; streak < 2; {
 		busy := 0
-		var outbox int
-		if err := r.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM outbox`).Scan(&outbox); err != nil {
-			return fmt.Errorf("count outbox: %w", err)
+		unpublished, err := store.CountUnpublished(ctx, r.db)
+		if err != nil {
+			return err
 		}
-		busy += outbox
+		busy += int(unpublished)
 		for _, c := range consumers {
 			cons, err := js.Consumer(ctx, c.stream, c.name)
 			if err != nil {
@@ -218,7 +219,7 @@ func (r *run) waitQuiet(ctx context.Context) error {
 			streak = 0
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("ax not quiet after %s: %d messages or outbox rows in flight", r.cfg.StallTimeout, busy)
+			return fmt.Errorf("ax not quiet after %s: %d messages or unpublished events in flight", r.cfg.StallTimeout, busy)
 		}
 		select {
 		case <-ctx.Done():

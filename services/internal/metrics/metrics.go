@@ -24,7 +24,7 @@ var (
 	}, []string{"to"})
 	// OutboxRelayed counts events moved from the outbox to JetStream.
 	OutboxRelayed = promauto.NewCounter(prometheus.CounterOpts{
-		Name: "ax_outbox_relayed_total", Help: "Outbox events published to JetStream.",
+		Name: "ax_outbox_relayed_total", Help: "Events published to JetStream by the relay (from task history and the outbox).",
 	})
 	// OutboxErrors counts failed relay passes.
 	OutboxErrors = promauto.NewCounter(prometheus.CounterOpts{

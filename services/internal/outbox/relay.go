@@ -1,19 +1,22 @@
-// Package outbox moves committed events from MySQL's outbox table to
-// JetStream.
+// Package outbox moves committed events from MySQL to JetStream.
 //
-// Gap safety: the relay never keeps an "id > last offset" cursor. Each pass
-// locks the oldest unpublished rows with FOR UPDATE SKIP LOCKED, publishes
-// them asynchronously, awaits every acknowledgement, and deletes them in the
-// same transaction. A row whose transaction committed late is simply found
-// by a later pass. A relay killed after publishing but before deleting
-// publishes the rows again; JetStream drops them as duplicates because the
-// event ID is the Nats-Msg-Id. Any number of relays (one per process that
-// writes transfers) can run: SKIP LOCKED lets them share rows without
-// waiting on each other.
+// Two sources: task transfers are published from task_history itself
+// (store.RelayHistory: a cursor over the rows' IDs, gap-safe, advanced in
+// the same transaction that read them once JetStream acknowledged every
+// event), and the few other events (task type changes) from the outbox
+// table (store.RelayOutbox: FOR UPDATE SKIP LOCKED, deleted once
+// acknowledged). Either way nothing is published that did not commit, and a
+// relay killed after publishing but before committing publishes the same
+// events again, which JetStream drops as duplicates because the event ID is
+// the Nats-Msg-Id. Any number of relays (one per process that writes
+// transfers) can run: they take turns on the history cursor's row lock and
+// share outbox rows through SKIP LOCKED.
 //
-// Speed: the store signals the relay after every commit that wrote an
-// outbox row, so the relay works at once instead of on a poll interval; the
-// poll interval only catches rows written by other processes.
+// Speed: the store signals the relay after every commit that wrote history
+// or outbox rows, so the relay works at once instead of on a poll interval;
+// the poll interval only catches rows written by other processes. A relay
+// woken while another holds the cursor waits for that pass to commit and
+// then reads, so the commit that woke it is never missed.
 package outbox
 
 import (
@@ -32,6 +35,9 @@ import (
 const (
 	BatchDefault        = 1000
 	PollIntervalDefault = 250 * time.Millisecond
+	// heldRetry is how soon a pass held back by a hole in the history IDs
+	// looks again.
+	heldRetry = 10 * time.Millisecond
 )
 
 // Config tunes the relay.
@@ -40,6 +46,10 @@ type Config struct {
 	Batch int
 	// PollInterval is how often the relay looks without being woken.
 	PollInterval time.Duration
+	// GapGrace is how long a hole in the history IDs holds back the rows
+	// behind it before it is taken for a rolled-back transaction
+	// (store.HistoryGaps).
+	GapGrace time.Duration
 }
 
 // Relay publishes outbox rows.
@@ -48,6 +58,7 @@ type Relay struct {
 	store  *store.Store
 	js     jetstream.JetStream
 	logger *slog.Logger
+	gaps   *store.HistoryGaps
 }
 
 // New builds a relay.
@@ -58,7 +69,8 @@ func New(cfg Config, st *store.Store, js jetstream.JetStream, logger *slog.Logge
 	if cfg.PollInterval <= 0 {
 		cfg.PollInterval = PollIntervalDefault
 	}
-	return &Relay{cfg: cfg, store: st, js: js, logger: logger.With("component", "outbox_relay")}
+	return &Relay{cfg: cfg, store: st, js: js, logger: logger.With("component", "outbox_relay"),
+		gaps: store.NewHistoryGaps(cfg.GapGrace, 0)}
 }
 
 // Run relays until ctx ends, then makes a last bounded pass so events of the
@@ -67,8 +79,9 @@ func (r *Relay) Run(ctx context.Context) error {
 	ticker := time.NewTicker(r.cfg.PollInterval)
 	defer ticker.Stop()
 	backoff := 100 * time.Millisecond
+	outbox := true // the first pass looks at the outbox too
 	for {
-		n, err := r.RunOnce(ctx)
+		n, held, err := r.pass(ctx, outbox)
 		switch {
 		case err != nil && store.IsDeadlock(err) && ctx.Err() == nil:
 			// Relay replicas deleting neighbouring rows can deadlock; the
@@ -88,15 +101,23 @@ func (r *Relay) Run(ctx context.Context) error {
 		case err == nil:
 			backoff = 100 * time.Millisecond
 		}
+		outbox = false
 		if n >= r.cfg.Batch {
 			continue // more waiting; no sleep
+		}
+		var retry <-chan time.Time
+		if held {
+			retry = time.After(heldRetry)
 		}
 		select {
 		case <-ctx.Done():
 			r.drain()
 			return nil
 		case <-r.store.Wake():
+			outbox = r.store.OutboxWritten()
+		case <-retry:
 		case <-ticker.C:
+			outbox = true
 		}
 	}
 }
@@ -105,20 +126,49 @@ func (r *Relay) drain() {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	for {
-		n, err := r.RunOnce(ctx)
-		if err != nil || n < r.cfg.Batch {
+		n, held, err := r.pass(ctx, true)
+		if err != nil {
+			return
+		}
+		if held {
+			time.Sleep(heldRetry)
+			continue
+		}
+		if n < r.cfg.Batch {
 			return
 		}
 	}
 }
 
-// RunOnce relays at most one batch and returns how many rows it moved.
+// RunOnce relays at most one batch of history events and one of outbox rows
+// and returns how many events it published.
 func (r *Relay) RunOnce(ctx context.Context) (int, error) {
-	n, err := r.store.RelayOutbox(ctx, r.cfg.Batch, r.publish)
-	if n > 0 {
-		metrics.OutboxRelayed.Add(float64(n))
-	}
+	n, _, err := r.pass(ctx, true)
 	return n, err
+}
+
+// pass relays one batch of history events and, when asked, one of outbox
+// rows; held reports a hole in the history IDs holding rows back. n is the
+// larger of the two batches, so a full one makes the caller go again.
+func (r *Relay) pass(ctx context.Context, outbox bool) (n int, held bool, err error) {
+	res, err := r.store.RelayHistory(ctx, r.cfg.Batch, r.gaps, r.publish)
+	if err != nil {
+		return 0, false, err
+	}
+	metrics.OutboxRelayed.Add(float64(res.Relayed))
+	n = res.Relayed
+	if res.Full && !res.Held {
+		n = r.cfg.Batch
+	}
+	if outbox {
+		m, err := r.store.RelayOutbox(ctx, r.cfg.Batch, r.publish)
+		metrics.OutboxRelayed.Add(float64(m))
+		if err != nil {
+			return n, res.Held, err
+		}
+		n = max(n, m)
+	}
+	return n, res.Held, nil
 }
 
 func (r *Relay) publish(ctx context.Context, rows []store.OutboxRow) error {

@@ -2,13 +2,18 @@ package outbox_test
 
 import (
 	"context"
+	"database/sql"
 	"errors"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/oklog/ulid/v2"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/axsched/ax/contracts"
@@ -32,16 +37,16 @@ func create(t testing.TB, st *store.Store) {
 	}
 }
 
-// streamEventIDs reads every message of AX_EVENTS and returns the event IDs
-// (Nats-Msg-Id) with how often each occurs.
-func streamEventIDs(t *testing.T, js jetstream.JetStream) map[string]int {
+// streamHeaders reads every message of AX_EVENTS, in order, and returns
+// their headers.
+func streamHeaders(t *testing.T, js jetstream.JetStream) []nats.Header {
 	t.Helper()
 	ctx := context.Background()
 	s, err := js.Stream(ctx, events.StreamEvents)
 	require.NoError(t, err)
 	info, err := s.Info(ctx)
 	require.NoError(t, err)
-	out := map[string]int{}
+	var out []nats.Header
 	if info.State.Msgs == 0 {
 		return out
 	}
@@ -52,12 +57,32 @@ func streamEventIDs(t *testing.T, js jetstream.JetStream) map[string]int {
 		require.NoError(t, err)
 		n := 0
 		for m := range batch.Messages() {
-			out[m.Headers().Get(events.HeaderMsgID)]++
+			out = append(out, m.Headers())
 			n++
 		}
 		if n == 0 {
 			break
 		}
+	}
+	return out
+}
+
+// streamEventIDs returns the event IDs (Nats-Msg-Id) on AX_EVENTS with how
+// often each occurs.
+func streamEventIDs(t *testing.T, js jetstream.JetStream) map[string]int {
+	out := map[string]int{}
+	for _, h := range streamHeaders(t, js) {
+		out[h.Get(events.HeaderMsgID)]++
+	}
+	return out
+}
+
+// streamOrder returns the task IDs (correlation IDs) of the events on
+// AX_EVENTS, in stream order.
+func streamOrder(t *testing.T, js jetstream.JetStream) []string {
+	var out []string
+	for _, h := range streamHeaders(t, js) {
+		out = append(out, h.Get(events.HeaderCorrelationID))
 	}
 	return out
 }
@@ -78,13 +103,15 @@ func historyEventIDs(t *testing.T, st *store.Store) map[string]bool {
 
 func backlog(t *testing.T, st *store.Store) int64 {
 	t.Helper()
-	n, err := st.OutboxBacklog(context.Background())
+	n, err := st.RelayBacklog(context.Background())
 	require.NoError(t, err)
 	return n
 }
 
 // TestConcurrentProducersLoseNoEvent is the gap test: rows committed out of
-// ID order while two relays run must all reach the stream, once each.
+// ID order, and transactions rolled back after taking history IDs (holes
+// that never fill), while two relays run: every committed transfer reaches
+// the stream, once.
 func TestConcurrentProducersLoseNoEvent(t *testing.T) {
 	if testing.Short() {
 		t.Skip("10,000 transactions")
@@ -96,7 +123,7 @@ func TestConcurrentProducersLoseNoEvent(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var relays sync.WaitGroup
 	for range 2 {
-		r := outbox.New(outbox.Config{Batch: 200}, st, conn.JS, logger)
+		r := outbox.New(outbox.Config{Batch: 200, GapGrace: 50 * time.Millisecond}, st, conn.JS, logger)
 		relays.Go(func() { _ = r.Run(ctx) })
 	}
 
@@ -110,13 +137,21 @@ func TestConcurrentProducersLoseNoEvent(t *testing.T) {
 			}
 		})
 	}
+	var rolledBack atomic.Int64
+	wg.Go(func() {
+		for range 40 {
+			rollbackHistory(t, st, 3)
+			rolledBack.Add(3)
+			time.Sleep(20 * time.Millisecond)
+		}
+	})
 	wg.Wait()
 	produced := time.Since(start)
 	testenv.Eventually(t, 60*time.Second, "outbox drained", func() bool { return backlog(t, st) == 0 })
 	cancel()
 	relays.Wait()
-	t.Logf("%d transfers by %d producers in %s (%.0f/s), relayed by two relays", producers*each, producers, produced,
-		float64(producers*each)/produced.Seconds())
+	t.Logf("%d transfers by %d producers in %s (%.0f/s), %d history IDs rolled back, relayed by two relays",
+		producers*each, producers, produced, float64(producers*each)/produced.Seconds(), rolledBack.Load())
 
 	got := streamEventIDs(t, conn.JS)
 	want := historyEventIDs(t, st)
@@ -140,15 +175,16 @@ func TestRelayCrashRedeliversWithoutDuplicates(t *testing.T) {
 	}
 	crash := errors.New("relay killed")
 
+	gaps := store.NewHistoryGaps(0, 0)
 	// Killed between reading and publishing.
-	_, err := st.RelayOutbox(ctx, 1000, func(context.Context, []store.OutboxRow) error { return crash })
+	_, err := st.RelayHistory(ctx, 1000, gaps, func(context.Context, []store.OutboxRow) error { return crash })
 	require.ErrorIs(t, err, crash)
 	require.EqualValues(t, 100, backlog(t, st))
 	require.Empty(t, streamEventIDs(t, conn.JS))
 
 	// Killed after publishing half of a batch, then after publishing all.
 	for _, part := range []int{50, 100} {
-		_, err = st.RelayOutbox(ctx, 1000, func(ctx context.Context, rows []store.OutboxRow) error {
+		_, err = st.RelayHistory(ctx, 1000, gaps, func(ctx context.Context, rows []store.OutboxRow) error {
 			msgs := make([]bus.Msg, 0, part)
 			for _, r := range rows[:part] {
 				msgs = append(msgs, bus.Msg{Subject: r.Subject, ID: r.EventID, Data: r.Payload})
@@ -157,7 +193,7 @@ func TestRelayCrashRedeliversWithoutDuplicates(t *testing.T) {
 			return crash
 		})
 		require.ErrorIs(t, err, crash)
-		require.EqualValues(t, 100, backlog(t, st), "nothing deleted by a crashed pass")
+		require.EqualValues(t, 100, backlog(t, st), "the cursor does not move in a crashed pass")
 	}
 
 	r := outbox.New(outbox.Config{}, st, conn.JS, testenv.Logger(t))
@@ -171,6 +207,125 @@ func TestRelayCrashRedeliversWithoutDuplicates(t *testing.T) {
 	for id, c := range got {
 		require.Equal(t, 1, c, "event %s stored %d times", id, c)
 	}
+	require.Equal(t, historyEventIDs(t, st), func() map[string]bool {
+		m := map[string]bool{}
+		for id := range got {
+			m[id] = true
+		}
+		return m
+	}())
+}
+
+// insertHistory writes a task_history row by hand, the way a transfer
+// writes it.
+func insertHistory(ctx context.Context, t *testing.T, q interface {
+	ExecContext(context.Context, string, ...any) (sql.Result, error)
+}, id int64) int64 {
+	t.Helper()
+	idCol, idArg := "", []any{}
+	if id > 0 {
+		idCol, idArg = "id, ", []any{id}
+	}
+	args := append(idArg, ids.Add(1), "", "READY", 0, "by hand", "test", ulid.Make().String(), time.Now().UTC(), "ax.noop", 1, 1)
+	res, err := q.ExecContext(ctx, `INSERT INTO task_history (`+idCol+`task_id, from_status, to_status, attempt, reason,
+		actor, event_id, created_at, task_type, priority, next_run_time) VALUES (?`+strings.Repeat(", ?", len(args)-1)+`)`, args...)
+	require.NoError(t, err)
+	got, err := res.LastInsertId()
+	require.NoError(t, err)
+	return got
+}
+
+// rollbackHistory takes n history IDs in a transaction that rolls back: a
+// hole in the IDs that never fills.
+func rollbackHistory(t *testing.T, st *store.Store, n int) {
+	ctx := context.Background()
+	tx, err := st.DB().BeginTx(ctx, nil)
+	if err != nil {
+		t.Error(err)
+		return
+	}
+	for range n {
+		insertHistory(ctx, t, tx, 0)
+	}
+	if err := tx.Rollback(); err != nil {
+		t.Error(err)
+	}
+}
+
+// TestOpenTransactionHoldsTheRelay: a transaction that inserted a history
+// row and has not committed holds the relay at its row, even with no grace
+// at all for holes, while a later row is already committed; once it
+// commits, both go out in ID order.
+func TestOpenTransactionHoldsTheRelay(t *testing.T) {
+	st, _ := testenv.Store(t)
+	conn := testenv.NATS(t)
+	ctx := context.Background()
+	r := outbox.New(outbox.Config{GapGrace: time.Nanosecond}, st, conn.JS, testenv.Logger(t))
+
+	tx, err := st.DB().BeginTx(ctx, nil)
+	require.NoError(t, err)
+	// A failed test must not leave the transaction holding the database.
+	t.Cleanup(func() { _ = tx.Rollback() })
+	first := insertHistory(ctx, t, tx, 0)
+	second := insertHistory(ctx, t, st.DB(), 0)
+	require.Greater(t, second, first)
+
+	done := make(chan int, 1)
+	go func() {
+		n, err := r.RunOnce(ctx)
+		assert.NoError(t, err)
+		done <- n
+	}()
+	select {
+	case n := <-done:
+		t.Fatalf("the relay published %d events past an open transaction's row", n)
+	case <-time.After(500 * time.Millisecond):
+	}
+	require.Empty(t, streamOrder(t, conn.JS), "nothing published while the first row is open")
+	var firstTask, secondTask string
+	require.NoError(t, tx.QueryRowContext(ctx, `SELECT task_id FROM task_history WHERE id = ?`, first).Scan(&firstTask))
+	require.NoError(t, st.DB().QueryRow(`SELECT task_id FROM task_history WHERE id = ?`, second).Scan(&secondTask))
+	require.NoError(t, tx.Commit())
+	require.Equal(t, 2, <-done)
+	require.Equal(t, []string{firstTask, secondTask}, streamOrder(t, conn.JS))
+}
+
+// TestRolledBackIDsArePassedAndLateRowsStillGoOut: a hole is held for the
+// grace, then passed; a row that appears in a passed hole afterwards (a
+// statement that took its IDs and stalled) is still published.
+func TestRolledBackIDsArePassedAndLateRowsStillGoOut(t *testing.T) {
+	st, _ := testenv.Store(t)
+	conn := testenv.NATS(t)
+	ctx := context.Background()
+	r := outbox.New(outbox.Config{GapGrace: 200 * time.Millisecond}, st, conn.JS, testenv.Logger(t))
+
+	before := insertHistory(ctx, t, st.DB(), 0)
+	rollbackHistory(t, st, 3) // IDs before+1 .. before+3 never commit
+	after := insertHistory(ctx, t, st.DB(), 0)
+	require.Equal(t, before+4, after, "the rolled-back IDs are a hole")
+
+	n, err := r.RunOnce(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 1, n, "the row behind the hole waits for the grace")
+	require.EqualValues(t, 1, backlog(t, st))
+	testenv.Eventually(t, 10*time.Second, "the hole is passed", func() bool {
+		n, err := r.RunOnce(ctx)
+		require.NoError(t, err)
+		return n == 1
+	})
+	require.Zero(t, backlog(t, st))
+
+	// A row shows up in the passed hole after all.
+	require.Equal(t, before+2, insertHistory(ctx, t, st.DB(), before+2))
+	n, err = r.RunOnce(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 1, n, "the late row is published")
+	n, err = r.RunOnce(ctx)
+	require.NoError(t, err)
+	require.Zero(t, n, "and only once")
+
+	got := streamEventIDs(t, conn.JS)
+	require.Len(t, got, 3)
 	require.Equal(t, historyEventIDs(t, st), func() map[string]bool {
 		m := map[string]bool{}
 		for id := range got {

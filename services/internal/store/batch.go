@@ -4,11 +4,9 @@ import (
 	"cmp"
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -16,7 +14,6 @@ import (
 	"github.com/oklog/ulid/v2"
 
 	"github.com/axsched/ax/contracts"
-	"github.com/axsched/ax/events"
 	"github.com/axsched/ax/services/internal/metrics"
 )
 
@@ -40,7 +37,7 @@ type BatchResult struct {
 }
 
 // CreateTasks creates many tasks in one transaction: the task rows, then a
-// history row and an outbox event for each task really created, as
+// history row (which carries its event) for each task really created, as
 // CreateTask does for one. The unique index on (task_type, biz_key) decides
 // deduplication, never a prior read: rows go in with a multi-row INSERT ...
 // ON DUPLICATE KEY UPDATE that leaves an existing row as it is, and the IDs
@@ -283,41 +280,29 @@ func tasksByBizKeys(ctx context.Context, tx *sql.Tx, nts []NewTask) (map[string]
 	return out, nil
 }
 
-// recordMany writes the history rows of transfers, then their outbox
-// events, each pair sharing a fresh event ID (which the relay later uses as
-// Nats-Msg-Id), in multi-row inserts. It returns the event IDs in order.
+// recordMany writes the history rows of transfers in multi-row inserts,
+// each with a fresh event ID (which the relay later uses as Nats-Msg-Id)
+// and everything its TaskTransferred event carries: the history relay
+// publishes the events from these rows (see RelayHistory), so nothing is
+// copied into the outbox. It returns the event IDs in order.
 func recordMany(ctx context.Context, tx *sql.Tx, recs []transferRecord) ([]string, error) {
 	ids := make([]string, len(recs))
 	history := make([][]any, len(recs))
-	outbox := make([][]any, len(recs))
 	for i, r := range recs {
 		eventID := ulid.Make().String()
 		ids[i] = eventID
-		reason := truncate(r.reason, 2048)
-		payload, err := json.Marshal(events.TaskTransferred{
-			EventID: eventID, TaskID: r.taskID, Type: r.taskType, From: r.from, To: r.to,
-			Attempt: r.attempt, Priority: r.priority, NextRunTimeMs: r.nextRunTimeMs,
-			Reason: reason, Actor: truncate(r.actor, 255), At: r.at,
-		})
-		if err != nil {
-			return nil, fmt.Errorf("encode event of task %d: %w", r.taskID, err)
+		prio := r.priority.Rank()
+		if prio < 0 {
+			prio = contracts.PriorityNormal.Rank()
 		}
-		actor := truncate(r.actor, 255) // the column's width; actors can carry a caller-given name
-		history[i] = []any{r.taskID, string(r.from), string(r.to), r.attempt, reason, actor, eventID, r.at}
-		subject := r.subject
-		if subject == "" {
-			subject = events.TaskEventSubject(r.to)
-		}
-		outbox[i] = []any{eventID, subject, events.TypeTaskTransferred,
-			strconv.FormatInt(r.taskID, 10), payload}
+		history[i] = []any{r.taskID, string(r.from), string(r.to), r.attempt,
+			truncate(r.reason, 2048), truncate(r.actor, 255), // the columns' widths; actors can carry a caller-given name
+			eventID, r.at, r.taskType, prio, r.nextRunTimeMs, r.rejected}
 	}
 	if err := insertRows(ctx, tx, `INSERT INTO task_history
-		(task_id, from_status, to_status, attempt, reason, actor, event_id, created_at) VALUES `, "", history); err != nil {
+		(task_id, from_status, to_status, attempt, reason, actor, event_id, created_at,
+		 task_type, priority, next_run_time, rejected) VALUES `, "", history); err != nil {
 		return nil, fmt.Errorf("insert history: %w", err)
-	}
-	if err := insertRows(ctx, tx, `INSERT INTO outbox (event_id, subject, event_type, correlation_id, payload) VALUES `,
-		"", outbox); err != nil {
-		return nil, fmt.Errorf("insert outbox events: %w", err)
 	}
 	return ids, nil
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -42,13 +43,16 @@ func batchOf(keys ...string) []store.NewTask {
 	return nts
 }
 
-// tableCounts is the whole observable state of a store.
+// tableCounts is the whole observable state of a store: tasks, history
+// rows, and events waiting to be published (history rows' events, read by
+// a real relay pass, and outbox rows).
 func tableCounts(t *testing.T, st *store.Store) [3]int {
 	t.Helper()
 	var c [3]int
 	for i, table := range []string{"tasks", "task_history", "outbox"} {
 		require.NoError(t, st.DB().QueryRow("SELECT COUNT(*) FROM "+table).Scan(&c[i]))
 	}
+	c[2] += len(relayAll(t, st))
 	return c
 }
 
@@ -77,10 +81,17 @@ func TestCreateTasksWritesTaskHistoryAndEventForEach(t *testing.T) {
 		require.Equal(t, contracts.StatusReady, r.Task.Status)
 	}
 	require.Equal(t, [3]int{1000, 1000, 1000}, tableCounts(t, st))
-	var paired int
-	require.NoError(t, st.DB().QueryRow(`SELECT COUNT(*) FROM task_history h JOIN outbox o
-		ON o.event_id = h.event_id AND CAST(o.correlation_id AS UNSIGNED) = h.task_id`).Scan(&paired))
-	require.Equal(t, 1000, paired, "every history row has its event, with the same event ID")
+	var copied int
+	require.NoError(t, st.DB().QueryRow(`SELECT COUNT(*) FROM outbox`).Scan(&copied))
+	require.Zero(t, copied, "transfer events are published from history, not copied into the outbox")
+	evs := relayAll(t, st)
+	require.Len(t, evs, 1000, "every history row has its event")
+	for i, e := range evs {
+		h, err := st.History(ctx, nts[i].ID)
+		require.NoError(t, err)
+		require.Equal(t, h[0].EventID, e.EventID, "same event ID as the history row")
+		require.Equal(t, strconv.FormatInt(nts[i].ID, 10), e.CorrelationID, "events follow the history order")
+	}
 
 	got, err := st.GetTask(ctx, nts[10].ID)
 	require.NoError(t, err)
@@ -88,7 +99,8 @@ func TestCreateTasksWritesTaskHistoryAndEventForEach(t *testing.T) {
 }
 
 // TestCreateTasksEventsMatchCreateTask keeps the multi-row history and
-// outbox insert equal to what CreateTask writes for one task.
+// insert equal to what CreateTask writes for one task, as the relay
+// publishes it.
 func TestCreateTasksEventsMatchCreateTask(t *testing.T) {
 	st, _ := testenv.Store(t)
 	ctx := context.Background()
@@ -101,15 +113,18 @@ func TestCreateTasksEventsMatchCreateTask(t *testing.T) {
 		subject, eventType string
 		event              events.TaskTransferred
 	}
+	relayed := map[string]store.OutboxRow{}
+	for _, e := range relayAll(t, st) {
+		relayed[e.CorrelationID] = e
+	}
 	load := func(id int64) (store.HistoryRow, outboxRow) {
 		h, err := st.History(ctx, id)
 		require.NoError(t, err)
 		require.Len(t, h, 1)
-		var o outboxRow
-		var payload []byte
-		require.NoError(t, st.DB().QueryRow(`SELECT subject, event_type, payload FROM outbox WHERE correlation_id = ?`, id).
-			Scan(&o.subject, &o.eventType, &payload))
-		require.NoError(t, json.Unmarshal(payload, &o.event))
+		e, ok := relayed[strconv.FormatInt(id, 10)]
+		require.True(t, ok, "task %d has an event", id)
+		o := outboxRow{subject: e.Subject, eventType: e.EventType}
+		require.NoError(t, json.Unmarshal(e.Payload, &o.event))
 		return h[0], o
 	}
 	h1, o1 := load(one.ID)
@@ -170,7 +185,7 @@ func TestCreateTasksDeduplicates(t *testing.T) {
 
 	require.Equal(t, [3]int{4, 4, 4}, tableCounts(t, st), "one existing task and three new ones")
 	for _, i := range []int{0, 2, 5} {
-		require.Equal(t, counts{}, countRows(t, st.DB(), nts[i].ID), "a duplicate writes no history or event")
+		require.Equal(t, counts{}, countRows(t, st, nts[i].ID), "a duplicate writes no history or event")
 	}
 
 	// The same batch again creates nothing.

@@ -19,7 +19,7 @@ func benchTask(typ string) store.NewTask {
 		MaxRetries: 3, TimeoutMs: 60000, Reason: "bench"}
 }
 
-// BenchmarkCreateTask: one task per transaction (task + history + outbox),
+// BenchmarkCreateTask: one task per transaction (task + history rows),
 // in parallel as the submitter does under load.
 func BenchmarkCreateTask(b *testing.B) {
 	st, _ := testenv.Store(b)

@@ -1,7 +1,8 @@
 // Package store is ax's one bounded home for SQL. Every service reads and
 // changes tasks through it, and every state change goes through Transfer (or
 // CreateTask for a task's first state), which writes the task row, its
-// history row and its outbox event in one transaction.
+// history row in one transaction; the relay publishes the history row's
+// event after commit (RelayHistory).
 package store
 
 import (
@@ -9,6 +10,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-sql-driver/mysql"
@@ -16,10 +18,13 @@ import (
 
 // Store wraps the MySQL connection pool. It is safe for concurrent use.
 type Store struct {
-	db    *sql.DB
-	now   func() time.Time
-	wake  chan struct{}
-	actor string
+	db   *sql.DB
+	now  func() time.Time
+	wake chan struct{}
+	// outboxWritten is set by commits that wrote outbox rows (not history),
+	// so the relay looks at the outbox only when there is something in it.
+	outboxWritten *atomic.Bool
+	actor         string
 }
 
 // Options configure a Store.
@@ -61,7 +66,7 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	return &Store{db: db, now: opts.Now, wake: make(chan struct{}, 1), actor: opts.Actor}, nil
+	return &Store{db: db, now: opts.Now, wake: make(chan struct{}, 1), outboxWritten: new(atomic.Bool), actor: opts.Actor}, nil
 }
 
 // ParseDSN parses a go-sql-driver DSN and forces the session settings ax's
@@ -120,9 +125,19 @@ func (s *Store) Close() error { return s.db.Close() }
 // Ping reports whether MySQL answers.
 func (s *Store) Ping(ctx context.Context) error { return s.db.PingContext(ctx) }
 
-// Wake delivers a signal after every commit that wrote outbox rows, so the
-// relay publishes at once instead of waiting for its poll interval.
+// Wake delivers a signal after every commit that wrote history or outbox
+// rows, so the relay publishes at once instead of waiting for its poll
+// interval.
 func (s *Store) Wake() <-chan struct{} { return s.wake }
+
+// OutboxWritten reports, and clears, whether a commit wrote outbox rows
+// since the last call.
+func (s *Store) OutboxWritten() bool { return s.outboxWritten.Swap(false) }
+
+func (s *Store) notifyOutbox() {
+	s.outboxWritten.Store(true)
+	s.notify()
+}
 
 func (s *Store) notify() {
 	select {

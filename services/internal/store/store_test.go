@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -30,14 +31,37 @@ func newTask(t *testing.T, st *store.Store, bizKey *string) *store.Task {
 	return task
 }
 
-type counts struct{ history, outbox int }
+// counts is what a task left behind: history rows, and the events the
+// relay publishes for them (read by a real relay pass).
+type counts struct{ history, events int }
 
-func countRows(t *testing.T, db *sql.DB, taskID int64) counts {
+func countRows(t *testing.T, st *store.Store, taskID int64) counts {
 	t.Helper()
 	var c counts
-	require.NoError(t, db.QueryRow(`SELECT COUNT(*) FROM task_history WHERE task_id = ?`, taskID).Scan(&c.history))
-	require.NoError(t, db.QueryRow(`SELECT COUNT(*) FROM outbox WHERE correlation_id = ?`, taskID).Scan(&c.outbox))
+	require.NoError(t, st.DB().QueryRow(`SELECT COUNT(*) FROM task_history WHERE task_id = ?`, taskID).Scan(&c.history))
+	for _, e := range relayAll(t, st) {
+		if e.CorrelationID == strconv.FormatInt(taskID, 10) {
+			c.events++
+		}
+	}
 	return c
+}
+
+// relayAll returns the events a relay would publish now, without moving the
+// cursor (the publish callback fails, so the pass rolls back).
+func relayAll(t *testing.T, st *store.Store) []store.OutboxRow {
+	t.Helper()
+	var got []store.OutboxRow
+	stop := errors.New("read only")
+	_, err := st.RelayHistory(context.Background(), 100000, store.NewHistoryGaps(time.Nanosecond, 0),
+		func(_ context.Context, rows []store.OutboxRow) error {
+			got = rows
+			return stop
+		})
+	if err != nil {
+		require.ErrorIs(t, err, stop)
+	}
+	return got
 }
 
 func TestTransferRaceHasExactlyOneWinner(t *testing.T) {
@@ -80,15 +104,15 @@ func TestTransferRaceHasExactlyOneWinner(t *testing.T) {
 	require.Equal(t, contracts.StatusRunning, got.Status)
 	require.Equal(t, 1, got.Attempt, "attempt incremented once")
 	// One row each for the creation and the single winning transfer.
-	require.Equal(t, counts{history: 2, outbox: 2}, countRows(t, st.DB(), task.ID))
+	require.Equal(t, counts{history: 2, events: 2}, countRows(t, st, task.ID))
 }
 
 func TestTransferRollbackLeavesNoHistoryAndNoEvent(t *testing.T) {
 	st, _ := testenv.Store(t)
 	task := newTask(t, st, nil)
-	before := countRows(t, st.DB(), task.ID)
+	before := countRows(t, st, task.ID)
 
-	boom := errors.New("boom after history and outbox were written")
+	boom := errors.New("boom after the history row was written")
 	_, err := st.Transfer(context.Background(), store.TransferParams{
 		TaskID: task.ID, From: contracts.StatusReady, To: contracts.StatusCancelled, Reason: "doomed",
 		Also: func(context.Context, *sql.Tx) error { return boom },
@@ -98,7 +122,7 @@ func TestTransferRollbackLeavesNoHistoryAndNoEvent(t *testing.T) {
 	got, err := st.GetTask(context.Background(), task.ID)
 	require.NoError(t, err)
 	require.Equal(t, contracts.StatusReady, got.Status, "the row update was rolled back")
-	require.Equal(t, before, countRows(t, st.DB(), task.ID), "no history row and no event survive a rollback")
+	require.Equal(t, before, countRows(t, st, task.ID), "no history row and no event survive a rollback")
 }
 
 func TestTransferIsFencedByAttempt(t *testing.T) {
@@ -122,7 +146,7 @@ func TestTransferIsFencedByAttempt(t *testing.T) {
 		To: contracts.StatusSuccess, Attempt: &one, Reason: "current writer"})
 	require.NoError(t, err)
 	require.Equal(t, 1, res.Attempt)
-	require.Equal(t, counts{history: 3, outbox: 3}, countRows(t, st.DB(), task.ID))
+	require.Equal(t, counts{history: 3, events: 3}, countRows(t, st, task.ID))
 }
 
 func TestIllegalTransitionChangesNothing(t *testing.T) {
@@ -131,7 +155,7 @@ func TestIllegalTransitionChangesNothing(t *testing.T) {
 	task := newTask(t, st, nil)
 	_, err := st.Transfer(ctx, store.TransferParams{TaskID: task.ID, From: contracts.StatusReady, To: contracts.StatusCancelled, Reason: "x"})
 	require.NoError(t, err)
-	before := countRows(t, st.DB(), task.ID)
+	before := countRows(t, st, task.ID)
 
 	for _, to := range []contracts.Status{contracts.StatusRunning, contracts.StatusReady, contracts.StatusSuccess} {
 		_, err = st.Transfer(ctx, store.TransferParams{TaskID: task.ID, From: contracts.StatusCancelled, To: to, Reason: "x"})
@@ -140,7 +164,7 @@ func TestIllegalTransitionChangesNothing(t *testing.T) {
 	// From the wrong state: legal in the table but not what the row holds.
 	_, err = st.Transfer(ctx, store.TransferParams{TaskID: task.ID, From: contracts.StatusReady, To: contracts.StatusRunning, Reason: "x"})
 	require.ErrorIs(t, err, store.ErrConflict)
-	require.Equal(t, before, countRows(t, st.DB(), task.ID))
+	require.Equal(t, before, countRows(t, st, task.ID))
 
 	_, err = st.Transfer(ctx, store.TransferParams{TaskID: 999999999, From: contracts.StatusReady, To: contracts.StatusRunning, Reason: "x"})
 	require.ErrorIs(t, err, store.ErrNotFound)
@@ -169,7 +193,7 @@ func TestBizKeyDedupComparesBytes(t *testing.T) {
 	var n int
 	require.NoError(t, st.DB().QueryRow(`SELECT COUNT(*) FROM tasks`).Scan(&n))
 	require.Equal(t, len(keys), n, "a duplicate never inserts a row")
-	require.Equal(t, counts{}, countRows(t, st.DB(), nextID), "a duplicate writes no history or event")
+	require.Equal(t, counts{}, countRows(t, st, nextID), "a duplicate writes no history or event")
 }
 
 func TestHistoryOfUnknownTaskIsNotFound(t *testing.T) {

@@ -166,6 +166,6 @@ func (s *Store) UpdateType(ctx context.Context, name, actor string, fn func(*Tas
 	if err != nil {
 		return nil, err
 	}
-	s.notify()
+	s.notifyOutbox()
 	return out, nil
 }

@@ -14,7 +14,6 @@ import (
 	"github.com/oklog/ulid/v2"
 
 	"github.com/axsched/ax/contracts"
-	"github.com/axsched/ax/events"
 	"github.com/axsched/ax/services/internal/metrics"
 )
 
@@ -50,7 +49,7 @@ type TransferParams struct {
 	// say who tried what, and why it was refused.
 	RecordRejection bool
 	// Also runs extra writes inside the transfer's transaction, after the
-	// history and outbox rows; an error rolls all of it back.
+	// history row; an error rolls all of it back.
 	Also func(ctx context.Context, tx *sql.Tx) error
 }
 
@@ -66,7 +65,8 @@ type TransferResult struct {
 
 // Transfer is the one function that changes a task's state. In a single
 // transaction it compare-and-sets the row (status = from [and attempt = the
-// given one]), inserts the history row and inserts the outbox event. A lost
+// given one]) and inserts the history row, from which the relay publishes
+// the event (RelayHistory). A lost
 // race returns a *ConflictError; a change the transition table forbids
 // returns an *IllegalTransitionError without touching the database.
 func (s *Store) Transfer(ctx context.Context, p TransferParams) (*TransferResult, error) {
@@ -101,7 +101,7 @@ type ChainResult struct {
 // instead of one each. Each chain commits whole or not at all, and a chain
 // that loses its compare-and-set does not stop the others. The rows are
 // locked in primary-key order, checked, and changed by as few statements
-// as their shapes allow; history and outbox rows go in multi-row inserts.
+// as their shapes allow; history rows go in multi-row inserts.
 // The returned error means the transaction failed and nothing was written.
 func (s *Store) TransferBatch(ctx context.Context, chains [][]TransferParams) ([]ChainResult, error) {
 	out := make([]ChainResult, len(chains))
@@ -178,7 +178,7 @@ func (s *Store) recordRejection(ctx context.Context, p TransferParams, ce *Confl
 		_, err := recordMany(ctx, tx, []transferRecord{{
 			taskID: p.TaskID, taskType: taskType, from: ce.Actual, to: ce.Actual, attempt: ce.ActualAttempt,
 			priority: contracts.PriorityFromRank(prio), nextRunTimeMs: next, reason: reason,
-			actor: s.actorOr(p.Actor), at: s.now().UTC(), subject: events.SubjectTaskRejected,
+			actor: s.actorOr(p.Actor), at: s.now().UTC(), rejected: true,
 		}})
 		return err
 	})
@@ -432,8 +432,9 @@ type transferRecord struct {
 	reason        string
 	actor         string
 	at            time.Time
-	// subject overrides the event subject (rejections are not transfers).
-	subject string
+	// rejected marks the trace of a refused write: published on
+	// task.rejected, not as a transfer.
+	rejected bool
 }
 
 func (s *Store) record(ctx context.Context, tx *sql.Tx, r transferRecord) error {
@@ -441,8 +442,7 @@ func (s *Store) record(ctx context.Context, tx *sql.Tx, r transferRecord) error 
 	return err
 }
 
-// recordTx writes the history row and its outbox event; both share one
-// event ID, which the relay later uses as Nats-Msg-Id.
+// recordTx writes the history row, whose event the relay publishes.
 func (s *Store) recordTx(ctx context.Context, tx *sql.Tx, r transferRecord) (string, error) {
 	ids, err := recordMany(ctx, tx, []transferRecord{r})
 	if err != nil {
@@ -461,8 +461,9 @@ type outboxEvent struct {
 }
 
 // insertOutbox queues an event in the caller's transaction; the relay
-// publishes it once the transaction commits. Every event ax publishes about
-// a state change goes through here.
+// publishes it once the transaction commits. Events that are not task
+// transfers (task type changes) go through here; transfers are published
+// from their history rows.
 func insertOutbox(ctx context.Context, tx *sql.Tx, e outboxEvent) error {
 	if e.ID == "" {
 		e.ID = ulid.Make().String()

@@ -23,7 +23,6 @@ func claim(id int64, attempt int, node string) store.TransferParams {
 func TestTransferBatchSettlesEachChainOnItsOwn(t *testing.T) {
 	ctx := context.Background()
 	st, _ := testenv.Store(t)
-	db := st.DB()
 	a, b, c, d := newTask(t, st, nil), newTask(t, st, nil), newTask(t, st, nil), newTask(t, st, nil)
 	one := 1
 	errText := "boom"
@@ -80,9 +79,9 @@ func TestTransferBatchSettlesEachChainOnItsOwn(t *testing.T) {
 		require.Equal(t, tc.status, got.Status, "task %d", tc.id)
 		require.Equal(t, tc.attempt, got.Attempt, "task %d", tc.id)
 		require.Equal(t, tc.executor, got.ExecutorAddr, "task %d", tc.id)
-		c := countRows(t, db, tc.id)
+		c := countRows(t, st, tc.id)
 		require.Equal(t, tc.history, c.history, "history rows of task %d", tc.id)
-		require.Equal(t, tc.history, c.outbox, "outbox rows of task %d", tc.id)
+		require.Equal(t, tc.history, c.events, "events of task %d", tc.id)
 	}
 	got, err := st.GetTask(ctx, d.ID)
 	require.NoError(t, err)
@@ -92,7 +91,6 @@ func TestTransferBatchSettlesEachChainOnItsOwn(t *testing.T) {
 func TestTransferBatchRollsBackWholeWhenAWriteFails(t *testing.T) {
 	ctx := context.Background()
 	st, _ := testenv.Store(t)
-	db := st.DB()
 	a, b := newTask(t, st, nil), newTask(t, st, nil)
 	failing := claim(b.ID, 0, "n1")
 	failing.Also = func(context.Context, *sql.Tx) error { return errors.New("disk on fire") }
@@ -103,7 +101,7 @@ func TestTransferBatchRollsBackWholeWhenAWriteFails(t *testing.T) {
 		got, err := st.GetTask(ctx, id)
 		require.NoError(t, err)
 		require.Equal(t, contracts.StatusReady, got.Status)
-		require.Equal(t, counts{history: 1, outbox: 1}, countRows(t, db, id))
+		require.Equal(t, counts{history: 1, events: 1}, countRows(t, st, id))
 	}
 }
 

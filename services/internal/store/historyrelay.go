@@ -1,0 +1,302 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/axsched/ax/contracts"
+	"github.com/axsched/ax/events"
+)
+
+// historyCursor names task_history's row in event_relay.
+const historyCursor = "task_history"
+
+// Defaults for HistoryGaps.
+const (
+	GapGraceDefault   = 250 * time.Millisecond
+	LateWindowDefault = 10 * time.Minute
+)
+
+// HistoryGaps is what one relay remembers between passes about holes in
+// task_history's IDs.
+//
+// Why holes matter: the relay walks task_history by ID with a cursor, and
+// AUTO_INCREMENT hands out IDs before their rows commit. The relay's read
+// is a locking one, so it waits for every row an open transaction has
+// already inserted and sees it once committed; what it cannot wait for is
+// an ID allocated but not inserted yet (the instant between a statement
+// taking its IDs and writing its first row) or an ID whose transaction
+// rolled back, which stays a hole forever. The two look alike, so a hole
+// holds the rows behind it back for Grace (the first kind fills within
+// microseconds), after which it is taken to be a rollback and passed.
+// Passed holes are rechecked on every pass for LateWindow: a row that
+// shows up in one after all is published then, out of order, rather than
+// never.
+type HistoryGaps struct {
+	// Grace is how long a hole holds back the rows behind it.
+	Grace time.Duration
+	// LateWindow is how long a passed hole is still watched.
+	LateWindow time.Duration
+
+	// pending: hole start ID -> when this relay first saw it.
+	pending map[int64]time.Time
+	// passed: holes given up on, watched until their deadline.
+	passed []passedGap
+	// step is the server's auto_increment_increment (1 unless a
+	// multi-primary setup spaces IDs out), read on the first pass.
+	step int64
+	now  func() time.Time
+}
+
+type passedGap struct {
+	from, to int64 // inclusive
+	until    time.Time
+}
+
+// NewHistoryGaps returns a gap memory with the defaults filled in.
+func NewHistoryGaps(grace, lateWindow time.Duration) *HistoryGaps {
+	if grace <= 0 {
+		grace = GapGraceDefault
+	}
+	if lateWindow <= 0 {
+		lateWindow = LateWindowDefault
+	}
+	return &HistoryGaps{Grace: grace, LateWindow: lateWindow, pending: map[int64]time.Time{}, now: time.Now}
+}
+
+// Watched reports how many passed holes are still being rechecked.
+func (g *HistoryGaps) Watched() int { return len(g.passed) }
+
+// historyEvent is one history row as the relay reads it.
+type historyEvent struct {
+	id       int64
+	taskType string
+	event    events.TaskTransferred
+	rejected bool
+}
+
+// RelayResult is what one history pass did.
+type RelayResult struct {
+	// Relayed counts events handed to publish.
+	Relayed int
+	// Held is true when a hole younger than the grace holds rows back: the
+	// caller should look again shortly rather than wait to be woken.
+	Held bool
+	// Full is true when the pass read as many rows as it may: more wait.
+	Full bool
+}
+
+// RelayHistory publishes the events of task_history rows past the relay
+// cursor, in ID order, and moves the cursor past them in the same
+// transaction once publish returned nil (a crash in between publishes them
+// again; JetStream drops the repeats by Nats-Msg-Id). The cursor row's lock
+// makes relays take turns, and a relay that had to wait for the lock reads
+// after the commit that woke it. See HistoryGaps for how holes in the IDs
+// are handled.
+func (s *Store) RelayHistory(ctx context.Context, limit int, gaps *HistoryGaps, publish func(context.Context, []OutboxRow) error) (RelayResult, error) {
+	var res RelayResult
+	err := s.inTxOpts(ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted}, func(tx *sql.Tx) error {
+		res = RelayResult{}
+		if gaps.step == 0 {
+			if err := tx.QueryRowContext(ctx, `SELECT @@auto_increment_increment`).Scan(&gaps.step); err != nil {
+				return fmt.Errorf("read auto_increment_increment: %w", err)
+			}
+			gaps.step = max(gaps.step, 1)
+		}
+		var cursor int64
+		err := tx.QueryRowContext(ctx, `SELECT last_id FROM event_relay WHERE name = ? FOR UPDATE`, historyCursor).Scan(&cursor)
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("event_relay has no %q row: run `ax migrate up`", historyCursor)
+		}
+		if err != nil {
+			return fmt.Errorf("read relay cursor: %w", err)
+		}
+		// The locking read waits for open transactions' rows instead of
+		// reading past them.
+		rows, err := readHistory(ctx, tx, `WHERE id > ? ORDER BY id LIMIT ? LOCK IN SHARE MODE`, cursor, limit)
+		if err != nil {
+			return err
+		}
+		res.Full = len(rows) >= limit
+		late, err := gaps.recheck(ctx, tx)
+		if err != nil {
+			return err
+		}
+		take, next, held := gaps.advance(cursor, rows)
+		res.Held = held
+		batch := make([]OutboxRow, 0, len(late)+len(take))
+		for _, h := range append(late, take...) {
+			if h.taskType == "" {
+				continue // written before migration 0007: relayed through the outbox
+			}
+			row, err := h.outboxRow()
+			if err != nil {
+				return err
+			}
+			batch = append(batch, row)
+		}
+		if len(batch) > 0 {
+			if err := publish(ctx, batch); err != nil {
+				return fmt.Errorf("publish %d history events: %w", len(batch), err)
+			}
+		}
+		if next != cursor {
+			if _, err := tx.ExecContext(ctx, `UPDATE event_relay SET last_id = ? WHERE name = ?`, next, historyCursor); err != nil {
+				return fmt.Errorf("move relay cursor: %w", err)
+			}
+		}
+		res.Relayed = len(batch)
+		return nil
+	})
+	if err != nil {
+		// The pass rolled back: holes seen as passed are watched anyway
+		// (harmless), late rows are found again next time.
+		return RelayResult{}, err
+	}
+	return res, nil
+}
+
+// advance walks rows (ordered by ID, all > cursor) and returns those that
+// may be published now, the new cursor, and whether a young hole holds the
+// rest back.
+func (g *HistoryGaps) advance(cursor int64, rows []historyEvent) (take []historyEvent, next int64, held bool) {
+	now := g.now()
+	step := max(g.step, 1)
+	next = cursor
+	for i, h := range rows {
+		if h.id > next+step {
+			from, to := next+step, h.id-step
+			first, seen := g.pending[from]
+			if !seen {
+				g.pending[from] = now
+				first = now
+			}
+			if now.Sub(first) < g.Grace {
+				return rows[:i], next, true
+			}
+			delete(g.pending, from)
+			g.passed = append(g.passed, passedGap{from: from, to: to, until: now.Add(g.LateWindow)})
+		}
+		next = h.id
+	}
+	// Holes that filled (or were passed by another relay) are forgotten.
+	for from := range g.pending {
+		if from <= next {
+			delete(g.pending, from)
+		}
+	}
+	return rows, next, false
+}
+
+// recheck reads rows that turned up in passed holes and stops watching
+// holes past their window.
+func (g *HistoryGaps) recheck(ctx context.Context, tx *sql.Tx) ([]historyEvent, error) {
+	if len(g.passed) == 0 {
+		return nil, nil
+	}
+	now := g.now()
+	kept := g.passed[:0]
+	var where strings.Builder
+	var args []any
+	for _, p := range g.passed {
+		if now.After(p.until) {
+			continue
+		}
+		kept = append(kept, p)
+		if len(args) > 0 {
+			where.WriteString(" OR ")
+		}
+		where.WriteString("id BETWEEN ? AND ?")
+		args = append(args, p.from, p.to)
+	}
+	g.passed = kept
+	if len(kept) == 0 {
+		return nil, nil
+	}
+	found, err := readHistory(ctx, tx, "WHERE "+where.String()+" ORDER BY id LOCK IN SHARE MODE", args...)
+	if err != nil || len(found) == 0 {
+		return nil, err
+	}
+	// Found rows leave their holes: split each hole around them.
+	var rest []passedGap
+	for _, p := range g.passed {
+		from := p.from
+		for _, h := range found {
+			if h.id < from || h.id > p.to {
+				continue
+			}
+			if h.id > from {
+				rest = append(rest, passedGap{from: from, to: h.id - 1, until: p.until})
+			}
+			from = h.id + 1
+		}
+		if from <= p.to {
+			rest = append(rest, passedGap{from: from, to: p.to, until: p.until})
+		}
+	}
+	g.passed = rest
+	return found, nil
+}
+
+func readHistory(ctx context.Context, tx *sql.Tx, tail string, args ...any) ([]historyEvent, error) {
+	rows, err := tx.QueryContext(ctx, `SELECT id, task_id, from_status, to_status, attempt, reason, actor, event_id,
+		created_at, task_type, priority, next_run_time, rejected FROM task_history `+tail, args...)
+	if err != nil {
+		return nil, fmt.Errorf("read history to relay: %w", err)
+	}
+	defer rows.Close()
+	var out []historyEvent
+	for rows.Next() {
+		var h historyEvent
+		var from, to string
+		var prio int
+		if err := rows.Scan(&h.id, &h.event.TaskID, &from, &to, &h.event.Attempt, &h.event.Reason, &h.event.Actor,
+			&h.event.EventID, &h.event.At, &h.taskType, &prio, &h.event.NextRunTimeMs, &h.rejected); err != nil {
+			return nil, fmt.Errorf("scan history to relay: %w", err)
+		}
+		h.event.From, h.event.To = contracts.Status(from), contracts.Status(to)
+		h.event.Type = h.taskType
+		h.event.Priority = contracts.PriorityFromRank(prio)
+		out = append(out, h)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read history to relay: %w", err)
+	}
+	return out, nil
+}
+
+func (h historyEvent) outboxRow() (OutboxRow, error) {
+	payload, err := json.Marshal(h.event)
+	if err != nil {
+		return OutboxRow{}, fmt.Errorf("encode event of task %d: %w", h.event.TaskID, err)
+	}
+	subject := events.TaskEventSubject(h.event.To)
+	if h.rejected {
+		subject = events.SubjectTaskRejected
+	}
+	return OutboxRow{ID: h.id, EventID: h.event.EventID, Subject: subject, EventType: events.TypeTaskTransferred,
+		CorrelationID: strconv.FormatInt(h.event.TaskID, 10), Payload: payload}, nil
+}
+
+// RelayBacklog counts events not yet published: history rows past the
+// relay cursor and outbox rows.
+func (s *Store) RelayBacklog(ctx context.Context) (int64, error) { return CountUnpublished(ctx, s.db) }
+
+// CountUnpublished is RelayBacklog on any connection to ax's database (the
+// bench harness has no Store).
+func CountUnpublished(ctx context.Context, db *sql.DB) (int64, error) {
+	var n int64
+	err := db.QueryRowContext(ctx, `SELECT
+		(SELECT COUNT(*) FROM task_history WHERE task_type <> '' AND id > (SELECT last_id FROM event_relay WHERE name = ?))
+		+ (SELECT COUNT(*) FROM outbox)`, historyCursor).Scan(&n)
+	if err != nil {
+		return 0, fmt.Errorf("count unpublished events: %w", err)
+	}
+	return n, nil
+}
