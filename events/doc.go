@@ -6,7 +6,10 @@
 //
 //   - AX_EVENTS (limits retention) holds one TaskTransferred event per row of
 //     task_history, published from that row by the relay with the event ID as
-//     Nats-Msg-Id so that a relay retry never stores an event twice.
+//     Nats-Msg-Id so that a relay retry never stores an event twice. The
+//     timer indexes READY events by due time; those whose writer routed
+//     them to the dispatcher (Route: due at once) are dispatched straight
+//     from the event.
 //   - AX_WORK (work-queue retention) carries commands between services:
 //     TaskDue (timer -> dispatcher) and TaskDispatched (dispatcher ->
 //     executor, one subject per task type). Losing one of these delays a task

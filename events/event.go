@@ -44,7 +44,28 @@ type TaskTransferred struct {
 	Reason        string    `json:"reason"`
 	Actor         string    `json:"actor"`
 	At            time.Time `json:"at"`
+	// Route says, for a READY event, which service takes the task on from
+	// here; empty (the timer) for every other state.
+	Route Route `json:"route,omitempty"`
 }
+
+// Route is who takes a READY task on from its event. Every READY event is
+// handled by exactly one of the timer and the dispatcher, decided by the
+// writer of the transfer, so neither has to guess from clocks.
+type Route string
+
+const (
+	// RouteTimer (empty): the timer indexes the task by its due time.
+	RouteTimer Route = ""
+	// RouteDispatch: the task was due when it became READY (submitted
+	// without delay, or handed back by a failed or departing executor), so
+	// the dispatcher dispatches it straight from the event, one hop and one
+	// stored command fewer than through the timer.
+	RouteDispatch Route = "dispatch"
+	// RouteDispatched: the writer dispatched the task itself (the
+	// dispatcher ending a backoff); nobody acts on the event.
+	RouteDispatched Route = "dispatched"
+)
 
 // TaskDue tells the dispatcher that a task's due time has come.
 type TaskDue struct {

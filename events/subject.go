@@ -50,6 +50,9 @@ const (
 	ConsumerTimer = "timer"
 	// ConsumerDispatcher takes due commands.
 	ConsumerDispatcher = "dispatcher"
+	// ConsumerDispatcherReady takes READY events routed to the dispatcher
+	// (RouteDispatch).
+	ConsumerDispatcherReady = "dispatcher_ready"
 )
 
 // TaskEventSubject is the subject of the transfer into state to.

@@ -6,4 +6,5 @@ ALTER TABLE task_history
     DROP COLUMN task_type,
     DROP COLUMN priority,
     DROP COLUMN next_run_time,
-    DROP COLUMN rejected;
+    DROP COLUMN rejected,
+    DROP COLUMN route;

@@ -11,7 +11,8 @@ ALTER TABLE task_history
     ADD COLUMN task_type     VARCHAR(128) NOT NULL DEFAULT '' COMMENT 'empty: written before 0007, published through the outbox',
     ADD COLUMN priority      TINYINT      NOT NULL DEFAULT 1 COMMENT 'lane: 0 high, 1 normal, 2 low',
     ADD COLUMN next_run_time BIGINT       NOT NULL DEFAULT 0 COMMENT 'unix ms on the scheduler clock, as of this transfer',
-    ADD COLUMN rejected      BOOLEAN      NOT NULL DEFAULT FALSE COMMENT 'a refused write, published as task.rejected';
+    ADD COLUMN rejected      BOOLEAN      NOT NULL DEFAULT FALSE COMMENT 'a refused write, published as task.rejected',
+    ADD COLUMN route         TINYINT      NOT NULL DEFAULT 0 COMMENT 'READY: 0 timer, 1 dispatcher, 2 dispatched by the writer';
 
 -- One row per relayed table: every history row with id <= last_id has been
 -- published (or passed over as written before 0007). The relay holds this

@@ -85,7 +85,7 @@ func New(cfg Config, st *store.Store, rdb redis.UniversalClient, k keys.Keys, co
 	}
 	// A pause or resume reaches dispatch within a second.
 	logger = logger.With("service", "dispatcher")
-	return &Dispatcher{ready: ready.New(1), router: route.NewRouter(rdb, k.Nodes(), clk, cfg.Heartbeat, ring.Config{Shards: cfg.Shards}, logger), rdb: rdb, keys: k, types: store.NewTypeCache(st, time.Second), cfg: cfg, store: st, conn: conn, clock: clk, logger: logger}
+	return &Dispatcher{ready: ready.New(2), router: route.NewRouter(rdb, k.Nodes(), clk, cfg.Heartbeat, ring.Config{Shards: cfg.Shards}, logger), rdb: rdb, keys: k, types: store.NewTypeCache(st, time.Second), cfg: cfg, store: st, conn: conn, clock: clk, logger: logger}
 }
 
 // dueBatch bounds how many due commands one pass checks and hands on.
@@ -105,6 +105,12 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 			Subject: events.SubjectDue, Parallel: d.cfg.Consumers, Declared: d.ready.Done,
 		}, dueBatch, d.logger, d.handleDue)
 	})
+	g.Go(func() error {
+		return bus.ConsumeBatches(gctx, d.conn.JS, bus.ConsumerSpec{
+			Name: events.ConsumerDispatcherReady, Stream: events.StreamEvents,
+			Subject: events.TaskEventSubject(contracts.StatusReady), Parallel: d.cfg.Consumers, Declared: d.ready.Done,
+		}, dueBatch, d.logger, d.handleReady)
+	})
 	return g.Wait()
 }
 
@@ -121,6 +127,26 @@ func (d *Dispatcher) handleDue(ctx context.Context, msgs []jetstream.Msg) error 
 			continue
 		}
 		dues = append(dues, due)
+	}
+	return d.DispatchBatch(ctx, dues)
+}
+
+// handleReady dispatches the tasks of READY events routed to the
+// dispatcher (events.RouteDispatch: due when they became READY) exactly as
+// if the timer had popped them; the timer passes over those events.
+func (d *Dispatcher) handleReady(ctx context.Context, msgs []jetstream.Msg) error {
+	dues := make([]events.TaskDue, 0, len(msgs))
+	for _, m := range msgs {
+		var ev events.TaskTransferred
+		if err := events.Decode(m.Data(), &ev); err != nil {
+			d.logger.Error("dropping undecodable READY event", "err", err)
+			metrics.DispatchSkipped.WithLabelValues("undecodable").Inc()
+			continue
+		}
+		if ev.To != contracts.StatusReady || ev.Route != events.RouteDispatch {
+			continue // the timer's, or dispatched by its writer
+		}
+		dues = append(dues, events.TaskDue{TaskID: ev.TaskID, Priority: ev.Priority, NextRunTimeMs: ev.NextRunTimeMs})
 	}
 	return d.DispatchBatch(ctx, dues)
 }
@@ -192,6 +218,7 @@ func (d *Dispatcher) DispatchBatch(ctx context.Context, dues []events.TaskDue) e
 			attempt := task.Attempt
 			retrying = append(retrying, []store.TransferParams{{
 				TaskID: task.ID, From: contracts.StatusRetrying, To: contracts.StatusReady, Attempt: &attempt,
+				Route:  events.RouteDispatched, // dispatched below, in this very pass
 				Reason: fmt.Sprintf("backoff elapsed; retry %d of %d", task.RetryCount, task.MaxRetries),
 			}})
 			h.retrying = len(retrying)

@@ -366,7 +366,7 @@ func (e *Executor) finish(r *run, herr, cause error) {
 		outcome = "success"
 	case errors.Is(cause, errShutdown):
 		steps = []store.TransferParams{{TaskID: r.task.ID, From: contracts.StatusRunning, To: contracts.StatusReady,
-			Attempt: &attempt, ClearExecutor: true, RecordRejection: true,
+			Attempt: &attempt, ClearExecutor: true, RecordRejection: true, Route: events.RouteDispatch,
 			Reason: e.cfg.Node + " shut down before the task finished"}}
 		outcome = "returned"
 	default:

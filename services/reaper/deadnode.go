@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/axsched/ax/contracts"
+	"github.com/axsched/ax/events"
 	"github.com/axsched/ax/services/internal/membership"
 	"github.com/axsched/ax/services/internal/metrics"
 	"github.com/axsched/ax/services/internal/store"
@@ -60,7 +61,7 @@ func (r *Reaper) RecoverDeadNodes(ctx context.Context) (int, error) {
 		r.releaseDeadClaim(ctx, s)
 		attempt := s.Attempt
 		chains[i] = []store.TransferParams{{
-			TaskID: s.ID, From: contracts.StatusRunning, To: contracts.StatusReady, Attempt: &attempt,
+			TaskID: s.ID, From: contracts.StatusRunning, To: contracts.StatusReady, Attempt: &attempt, Route: events.RouteDispatch,
 			ClearExecutor: true,
 			Reason: fmt.Sprintf("executor %s is dead: missed %d heartbeats, last at %s", s.Executor,
 				membership.MissedBeats, last[s.Executor].UTC().Format(time.RFC3339Nano)),

@@ -9,6 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/axsched/ax/contracts"
+	"github.com/axsched/ax/events"
 	"github.com/axsched/ax/services/internal/membership"
 	"github.com/axsched/ax/services/internal/metrics"
 	"github.com/axsched/ax/services/internal/store"
@@ -152,7 +153,7 @@ func (r *Reaper) repairOrphan(ctx context.Context, s store.RunningRef) error {
 	}
 	attempt := s.Attempt
 	_, err := r.store.Transfer(ctx, store.TransferParams{
-		TaskID: s.ID, From: contracts.StatusRunning, To: contracts.StatusReady, Attempt: &attempt,
+		TaskID: s.ID, From: contracts.StatusRunning, To: contracts.StatusReady, Attempt: &attempt, Route: events.RouteDispatch,
 		ClearExecutor: true,
 		Reason:        fmt.Sprintf("orphaned: executor %s is not alive in the membership registry and holds no lease", owner),
 	})

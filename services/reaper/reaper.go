@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/axsched/ax/contracts"
+	"github.com/axsched/ax/events"
 	"github.com/axsched/ax/services/internal/clock"
 	"github.com/axsched/ax/services/internal/keys"
 	"github.com/axsched/ax/services/internal/membership"
@@ -228,7 +229,7 @@ func (r *Reaper) RunOnce(ctx context.Context) (int, error) {
 func (r *Reaper) requeue(ctx context.Context, s store.RunningRef) error {
 	attempt := s.Attempt
 	_, err := r.store.Transfer(ctx, store.TransferParams{
-		TaskID: s.ID, From: contracts.StatusRunning, To: contracts.StatusReady, Attempt: &attempt,
+		TaskID: s.ID, From: contracts.StatusRunning, To: contracts.StatusReady, Attempt: &attempt, Route: events.RouteDispatch,
 		ClearExecutor: true,
 		Reason: fmt.Sprintf("lease expired: executor %s silent since %s", s.Executor,
 			s.LastHeartbeat.UTC().Format(time.RFC3339Nano)),

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/axsched/ax/contracts"
+	"github.com/axsched/ax/events"
 	"github.com/axsched/ax/services/internal/clock"
 	"github.com/axsched/ax/services/internal/idgen"
 	"github.com/axsched/ax/services/internal/metrics"
@@ -212,6 +213,9 @@ func (s *Submitter) validate(ctx context.Context, req *contracts.SubmitRequest) 
 	}
 	if due.After(now) {
 		nt.Reason = "submitted, due " + due.UTC().Format(time.RFC3339Nano)
+	} else {
+		// Due at once: the dispatcher takes it straight from the event.
+		nt.Route = events.RouteDispatch
 	}
 	return nt, nil
 }

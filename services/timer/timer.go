@@ -149,7 +149,8 @@ func (t *Timer) Ready() <-chan struct{} { return t.ready.Ready() }
 
 // handleReady indexes the tasks of READY and RETRYING events in one
 // pipeline; undecodable events are dropped (the reconciler finds their
-// tasks in MySQL).
+// tasks in MySQL). READY events routed elsewhere (events.Route) are the
+// dispatcher's or nobody's.
 func (t *Timer) handleReady(ctx context.Context, msgs []jetstream.Msg) error {
 	refs := make([]store.DueRef, 0, len(msgs))
 	for _, m := range msgs {
@@ -159,6 +160,12 @@ func (t *Timer) handleReady(ctx context.Context, msgs []jetstream.Msg) error {
 			continue
 		}
 		if ev.To != contracts.StatusReady && ev.To != contracts.StatusRetrying {
+			continue
+		}
+		if ev.To == contracts.StatusReady && ev.Route != events.RouteTimer {
+			// Due at once (the dispatcher takes it from this event) or
+			// dispatched by its writer already.
+			metrics.TimerSkipped.Inc()
 			continue
 		}
 		refs = append(refs, store.DueRef{ID: ev.TaskID, Priority: ev.Priority, NextRunTimeMs: ev.NextRunTimeMs})

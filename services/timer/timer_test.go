@@ -2,6 +2,7 @@ package timer
 
 import (
 	"context"
+	"encoding/json"
 	"strconv"
 	"testing"
 	"time"
@@ -127,4 +128,39 @@ func BenchmarkPop(b *testing.B) {
 		require.Len(b, res, 2+3*1000, strconv.Itoa(i))
 	}
 	b.ReportMetric(float64(b.N*1000)/b.Elapsed().Seconds(), "ids/s")
+}
+
+// TestReadyEventsAreIndexedByRoute feeds real READY and RETRYING events
+// through the timer's handler: only those routed to the timer (and every
+// RETRYING one) reach the lanes.
+func TestReadyEventsAreIndexedByRoute(t *testing.T) {
+	tm, _ := newTimer(t)
+	ctx := context.Background()
+	due := time.Now().Add(time.Hour).UnixMilli()
+	evs := []events.TaskTransferred{
+		{TaskID: 1, To: contracts.StatusReady, Route: events.RouteTimer},
+		{TaskID: 2, To: contracts.StatusReady, Route: events.RouteDispatch},
+		{TaskID: 3, To: contracts.StatusReady, Route: events.RouteDispatched},
+		{TaskID: 4, To: contracts.StatusRetrying},
+	}
+	for _, ev := range evs {
+		ev.EventID, ev.Type, ev.Priority, ev.NextRunTimeMs = "e"+strconv.FormatInt(ev.TaskID, 10), "ax.noop", contracts.PriorityNormal, due
+		data, err := json.Marshal(ev)
+		require.NoError(t, err)
+		_, err = tm.conn.JS.Publish(ctx, events.TaskEventSubject(ev.To), data)
+		require.NoError(t, err)
+	}
+	c, err := tm.conn.JS.OrderedConsumer(ctx, events.StreamEvents, jetstream.OrderedConsumerConfig{})
+	require.NoError(t, err)
+	batch, err := c.Fetch(len(evs), jetstream.FetchMaxWait(2*time.Second))
+	require.NoError(t, err)
+	var msgs []jetstream.Msg
+	for m := range batch.Messages() {
+		msgs = append(msgs, m)
+	}
+	require.Len(t, msgs, len(evs))
+	require.NoError(t, tm.handleReady(ctx, msgs))
+	members, err := tm.rdb.ZRange(ctx, tm.keys.Lane(contracts.PriorityNormal), 0, -1).Result()
+	require.NoError(t, err)
+	require.ElementsMatch(t, []string{"1", "4"}, members)
 }

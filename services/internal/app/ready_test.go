@@ -24,7 +24,8 @@ func TestReadyMeansConsuming(t *testing.T) {
 	require.NoError(t, err)
 	defer conn.Close()
 
-	want := []string{events.ConsumerTimer, events.ConsumerTimerRetrying, events.ConsumerTimerTypes, events.ConsumerDispatcher}
+	want := []string{events.ConsumerTimer, events.ConsumerTimerRetrying, events.ConsumerTimerTypes, events.ConsumerDispatcher,
+		events.ConsumerDispatcherReady}
 	for _, lane := range contracts.Priorities {
 		want = append(want,
 			events.ExecConsumer("ax.noop", lane, events.NodeToken("e2e")),
@@ -32,7 +33,8 @@ func TestReadyMeansConsuming(t *testing.T) {
 	}
 	for _, name := range want {
 		stream := events.StreamWork
-		if name == events.ConsumerTimer || name == events.ConsumerTimerRetrying || name == events.ConsumerTimerTypes {
+		switch name {
+		case events.ConsumerTimer, events.ConsumerTimerRetrying, events.ConsumerTimerTypes, events.ConsumerDispatcherReady:
 			stream = events.StreamEvents
 		}
 		_, err := conn.JS.Consumer(ctx, stream, name)

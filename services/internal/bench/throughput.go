@@ -193,6 +193,7 @@ func (r *run) waitQuiet(ctx context.Context) error {
 	}
 	consumers := []struct{ stream, name string }{
 		{events.StreamEvents, events.ConsumerTimer}, {events.StreamWork, events.ConsumerDispatcher},
+		{events.StreamEvents, events.ConsumerDispatcherReady},
 	}
 	deadline := time.Now().Add(r.cfg.StallTimeout)
 	for streak := 0; streak < 2; {

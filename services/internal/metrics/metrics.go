@@ -34,6 +34,11 @@ var (
 	TimerIndexed = promauto.NewCounter(prometheus.CounterOpts{
 		Name: "ax_timer_indexed_total", Help: "READY tasks indexed into the due-time sorted sets.",
 	})
+	// TimerSkipped counts READY events the timer left to the dispatcher (due
+	// at once) or to nobody (dispatched by their writer).
+	TimerSkipped = promauto.NewCounter(prometheus.CounterOpts{
+		Name: "ax_timer_skipped_total", Help: "READY events the timer passed over: due at once (the dispatcher's) or dispatched already.",
+	})
 	// TimerDue counts tasks the timer found due, by lane.
 	TimerDue = promauto.NewCounterVec(prometheus.CounterOpts{
 		Name: "ax_timer_due_total", Help: "Tasks taken from the sorted sets as due, by lane.",

@@ -90,7 +90,7 @@ func (s *Store) creationRecords(nts []NewTask, created map[int64]bool, at time.T
 			recs = append(recs, transferRecord{
 				taskID: nt.ID, taskType: nt.Type, from: contracts.StatusNone, to: nt.Status,
 				attempt: 0, priority: nt.Priority, nextRunTimeMs: nt.NextRunTimeMs,
-				reason: nt.Reason, actor: s.actorOr(nt.Actor), at: at,
+				reason: nt.Reason, actor: s.actorOr(nt.Actor), at: at, route: readyRoute(nt.Status, nt.Route),
 			})
 		}
 	}
@@ -297,11 +297,11 @@ func recordMany(ctx context.Context, tx *sql.Tx, recs []transferRecord) ([]strin
 		}
 		history[i] = []any{r.taskID, string(r.from), string(r.to), r.attempt,
 			truncate(r.reason, 2048), truncate(r.actor, 255), // the columns' widths; actors can carry a caller-given name
-			eventID, r.at, r.taskType, prio, r.nextRunTimeMs, r.rejected}
+			eventID, r.at, r.taskType, prio, r.nextRunTimeMs, r.rejected, routeCode(r.route)}
 	}
 	if err := insertRows(ctx, tx, `INSERT INTO task_history
 		(task_id, from_status, to_status, attempt, reason, actor, event_id, created_at,
-		 task_type, priority, next_run_time, rejected) VALUES `, "", history); err != nil {
+		 task_type, priority, next_run_time, rejected, route) VALUES `, "", history); err != nil {
 		return nil, fmt.Errorf("insert history: %w", err)
 	}
 	return ids, nil

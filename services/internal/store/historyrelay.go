@@ -246,7 +246,7 @@ func (g *HistoryGaps) recheck(ctx context.Context, tx *sql.Tx) ([]historyEvent, 
 
 func readHistory(ctx context.Context, tx *sql.Tx, tail string, args ...any) ([]historyEvent, error) {
 	rows, err := tx.QueryContext(ctx, `SELECT id, task_id, from_status, to_status, attempt, reason, actor, event_id,
-		created_at, task_type, priority, next_run_time, rejected FROM task_history `+tail, args...)
+		created_at, task_type, priority, next_run_time, rejected, route FROM task_history `+tail, args...)
 	if err != nil {
 		return nil, fmt.Errorf("read history to relay: %w", err)
 	}
@@ -255,14 +255,15 @@ func readHistory(ctx context.Context, tx *sql.Tx, tail string, args ...any) ([]h
 	for rows.Next() {
 		var h historyEvent
 		var from, to string
-		var prio int
+		var prio, route int
 		if err := rows.Scan(&h.id, &h.event.TaskID, &from, &to, &h.event.Attempt, &h.event.Reason, &h.event.Actor,
-			&h.event.EventID, &h.event.At, &h.taskType, &prio, &h.event.NextRunTimeMs, &h.rejected); err != nil {
+			&h.event.EventID, &h.event.At, &h.taskType, &prio, &h.event.NextRunTimeMs, &h.rejected, &route); err != nil {
 			return nil, fmt.Errorf("scan history to relay: %w", err)
 		}
 		h.event.From, h.event.To = contracts.Status(from), contracts.Status(to)
 		h.event.Type = h.taskType
 		h.event.Priority = contracts.PriorityFromRank(prio)
+		h.event.Route = routeOf(route)
 		out = append(out, h)
 	}
 	if err := rows.Err(); err != nil {
@@ -299,4 +300,36 @@ func CountUnpublished(ctx context.Context, db *sql.DB) (int64, error) {
 		return 0, fmt.Errorf("count unpublished events: %w", err)
 	}
 	return n, nil
+}
+
+// readyRoute keeps a route only on READY events; every other state is the
+// timer's (RETRYING) or nobody's.
+func readyRoute(to contracts.Status, r events.Route) events.Route {
+	if to != contracts.StatusReady {
+		return events.RouteTimer
+	}
+	return r
+}
+
+// routeCode and routeOf map events.Route to task_history.route.
+func routeCode(r events.Route) int {
+	switch r {
+	case events.RouteDispatch:
+		return 1
+	case events.RouteDispatched:
+		return 2
+	default:
+		return 0
+	}
+}
+
+func routeOf(code int) events.Route {
+	switch code {
+	case 1:
+		return events.RouteDispatch
+	case 2:
+		return events.RouteDispatched
+	default:
+		return events.RouteTimer
+	}
 }

@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"strconv"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/axsched/ax/contracts"
+	"github.com/axsched/ax/events"
 	"github.com/axsched/ax/services/internal/store"
 	"github.com/axsched/ax/services/internal/testenv"
 )
@@ -215,4 +217,31 @@ func TestLongActorIsTruncatedNotRefused(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, h[1].Actor, 255)
 	require.True(t, strings.HasPrefix(long, strings.TrimSuffix(h[1].Actor, "...")))
+}
+
+// TestRouteIsCarriedOnReadyEventsOnly: the writer's route reaches the READY
+// event through the history row; on any other state it is dropped.
+func TestRouteIsCarriedOnReadyEventsOnly(t *testing.T) {
+	st, _ := testenv.Store(t)
+	ctx := context.Background()
+	nextID++
+	task, _, err := st.CreateTask(ctx, store.NewTask{ID: nextID, Type: "ax.noop", Priority: contracts.PriorityLow,
+		Status: contracts.StatusReady, NextRunTimeMs: 1, MaxRetries: 3, TimeoutMs: 1000, Reason: "test",
+		Route: events.RouteDispatch})
+	require.NoError(t, err)
+	zero, one := 0, 1
+	_, err = st.TransferChain(ctx,
+		store.TransferParams{TaskID: task.ID, From: contracts.StatusReady, To: contracts.StatusRunning, Attempt: &zero,
+			Claim: true, Executor: "n1", Reason: "claim", Route: events.RouteDispatch},
+		store.TransferParams{TaskID: task.ID, From: contracts.StatusRunning, To: contracts.StatusReady, Attempt: &one,
+			ClearExecutor: true, Reason: "hand back", Route: events.RouteDispatched})
+	require.NoError(t, err)
+	var routes []events.Route
+	for _, e := range relayAll(t, st) {
+		var ev events.TaskTransferred
+		require.NoError(t, json.Unmarshal(e.Payload, &ev))
+		require.Equal(t, contracts.PriorityLow, ev.Priority)
+		routes = append(routes, ev.Route)
+	}
+	require.Equal(t, []events.Route{events.RouteDispatch, events.RouteTimer, events.RouteDispatched}, routes)
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/axsched/ax/contracts"
+	"github.com/axsched/ax/events"
 	"github.com/axsched/ax/services/internal/metrics"
 )
 
@@ -153,6 +154,10 @@ type NewTask struct {
 	TimeoutMs     int64
 	Reason        string
 	Actor         string
+	// Route, for a READY task, says who takes it on from its event
+	// (events.Route): the timer by default, the dispatcher when it is due
+	// at once.
+	Route events.Route
 }
 
 // CreateTask inserts a task with its first history row and event in one
@@ -181,7 +186,7 @@ func (s *Store) CreateTask(ctx context.Context, nt NewTask) (task *Task, dedup b
 		return s.record(ctx, tx, transferRecord{
 			taskID: nt.ID, taskType: nt.Type, from: contracts.StatusNone, to: nt.Status,
 			attempt: 0, priority: nt.Priority, nextRunTimeMs: nt.NextRunTimeMs,
-			reason: nt.Reason, actor: actor, at: at,
+			reason: nt.Reason, actor: actor, at: at, route: readyRoute(nt.Status, nt.Route),
 		})
 	})
 	if err != nil {

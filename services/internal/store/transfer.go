@@ -14,6 +14,7 @@ import (
 	"github.com/oklog/ulid/v2"
 
 	"github.com/axsched/ax/contracts"
+	"github.com/axsched/ax/events"
 	"github.com/axsched/ax/services/internal/metrics"
 )
 
@@ -39,6 +40,9 @@ type TransferParams struct {
 	NextRunTimeMs *int64
 	// ClearExecutor empties executor_addr and the heartbeat.
 	ClearExecutor bool
+	// Route, for a transfer to READY, says who takes the task on from its
+	// event (events.Route): the timer by default.
+	Route events.Route
 	// IncrementRetry counts one more retry (FAILED/TIMEOUT -> RETRYING);
 	// ResetRetries starts a fresh round (an operator's re-run).
 	IncrementRetry bool
@@ -281,7 +285,7 @@ func (s *Store) transferBatchTx(ctx context.Context, tx *sql.Tx, chains [][]Tran
 		recs[k] = transferRecord{
 			taskID: ps.p.TaskID, taskType: ps.after.taskType, from: ps.p.From, to: ps.p.To,
 			attempt: ps.after.attempt, priority: ps.after.priority, nextRunTimeMs: ps.after.next,
-			reason: ps.p.Reason, actor: s.actorOr(ps.p.Actor), at: at,
+			reason: ps.p.Reason, actor: s.actorOr(ps.p.Actor), at: at, route: readyRoute(ps.p.To, ps.p.Route),
 		}
 	}
 	eventIDs, err := recordMany(ctx, tx, recs)
@@ -435,6 +439,7 @@ type transferRecord struct {
 	// rejected marks the trace of a refused write: published on
 	// task.rejected, not as a transfer.
 	rejected bool
+	route    events.Route
 }
 
 func (s *Store) record(ctx context.Context, tx *sql.Tx, r transferRecord) error {

@@ -1,0 +1,73 @@
+package dispatcher_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/stretchr/testify/require"
+
+	"github.com/axsched/ax/contracts"
+	"github.com/axsched/ax/events"
+	"github.com/axsched/ax/services/dispatcher"
+	"github.com/axsched/ax/services/internal/clock"
+	"github.com/axsched/ax/services/internal/outbox"
+	"github.com/axsched/ax/services/internal/store"
+	"github.com/axsched/ax/services/internal/testenv"
+)
+
+// TestReadyEventsRoutedToTheDispatcherAreDispatched runs the relay and the
+// dispatcher, and no timer: a task due at once (events.RouteDispatch) goes
+// from its READY event straight to its executors' subject; a task left to
+// the timer, and one its writer dispatched already, do not.
+func TestReadyEventsRoutedToTheDispatcherAreDispatched(t *testing.T) {
+	st, _ := testenv.Store(t)
+	rdb, k := testenv.Redis(t)
+	conn := testenv.NATS(t)
+	logger := testenv.Logger(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+
+	d := dispatcher.New(dispatcher.Config{Heartbeat: time.Second}, st, rdb, k, conn, clock.System{}, logger)
+	done := make(chan error, 2)
+	go func() { done <- d.Run(ctx) }()
+	go func() { done <- outbox.New(outbox.Config{}, st, conn.JS, logger).Run(ctx) }()
+	select {
+	case <-d.Ready():
+	case err := <-done:
+		t.Fatalf("stopped before ready: %v", err)
+	}
+
+	now := time.Now().UnixMilli()
+	tasks := map[events.Route]int64{events.RouteDispatch: 1, events.RouteTimer: 2, events.RouteDispatched: 3}
+	for route, id := range tasks {
+		_, _, err := st.CreateTask(ctx, store.NewTask{ID: id, Type: "ax.noop", Priority: contracts.PriorityHigh,
+			Status: contracts.StatusReady, NextRunTimeMs: now, MaxRetries: 3, TimeoutMs: 1000, Reason: "test", Route: route})
+		require.NoError(t, err)
+	}
+
+	c, err := conn.JS.CreateOrUpdateConsumer(ctx, events.StreamWork, jetstream.ConsumerConfig{
+		Durable: "test", FilterSubject: "ax.work.exec.>", AckPolicy: jetstream.AckExplicitPolicy})
+	require.NoError(t, err)
+	var got []events.TaskDispatched
+	var subjects []string
+	// Long enough for anything the dispatcher would send.
+	deadline := time.Now().Add(2 * time.Second)
+	for time.Now().Before(deadline) {
+		batch, err := c.Fetch(10, jetstream.FetchMaxWait(200*time.Millisecond))
+		require.NoError(t, err)
+		for m := range batch.Messages() {
+			var td events.TaskDispatched
+			require.NoError(t, events.Decode(m.Data(), &td))
+			got = append(got, td)
+			subjects = append(subjects, m.Subject())
+			require.NoError(t, m.Ack())
+		}
+	}
+	require.Len(t, got, 1, "only the task routed to the dispatcher: %v", got)
+	require.Equal(t, tasks[events.RouteDispatch], got[0].TaskID)
+	require.Equal(t, events.ExecSubject("ax.noop", contracts.PriorityHigh, events.SharedToken), subjects[0],
+		"its lane, on the shared subject while no executor serves the type")
+	require.Equal(t, 0, got[0].Attempt)
+}
