@@ -1,11 +1,13 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -27,9 +29,10 @@ const (
 // task_history's IDs.
 //
 // Why holes matter: the relay walks task_history by ID with a cursor, and
-// AUTO_INCREMENT hands out IDs before their rows commit. The relay's read
-// is a locking one, so it waits for every row an open transaction has
-// already inserted and sees it once committed; what it cannot wait for is
+// AUTO_INCREMENT hands out IDs before their rows commit. The relay reads
+// the holes below the last committed row with a locking read, so it waits
+// for every row an open transaction has already inserted there and sees it
+// once committed; what it cannot wait for is
 // an ID allocated but not inserted yet (the instant between a statement
 // taking its IDs and writing its first row) or an ID whose transaction
 // rolled back, which stays a hole forever. The two look alike, so a hole
@@ -117,10 +120,14 @@ func (s *Store) RelayHistory(ctx context.Context, limit int, gaps *HistoryGaps, 
 		if err != nil {
 			return fmt.Errorf("read relay cursor: %w", err)
 		}
-		// The locking read waits for open transactions' rows instead of
-		// reading past them.
-		rows, err := readHistory(ctx, tx, `WHERE id > ? ORDER BY id LIMIT ? LOCK IN SHARE MODE`, cursor, limit)
+		// What has committed, without waiting for anyone; then the holes
+		// below the last committed row, with a locking read that waits for
+		// rows of transactions still open instead of reading past them.
+		rows, err := readHistory(ctx, tx, `WHERE id > ? ORDER BY id LIMIT ?`, cursor, limit)
 		if err != nil {
+			return err
+		}
+		if rows, err = fillHoles(ctx, tx, cursor, gaps.step, rows); err != nil {
 			return err
 		}
 		res.Full = len(rows) >= limit
@@ -160,6 +167,57 @@ func (s *Store) RelayHistory(ctx context.Context, limit int, gaps *HistoryGaps, 
 		return RelayResult{}, err
 	}
 	return res, nil
+}
+
+// maxHoleRanges bounds the ranges one locking read names; past it the read
+// covers everything from the cursor to the last committed row.
+const maxHoleRanges = 64
+
+// fillHoles reads, with a locking read, the IDs missing between cursor and
+// the last of rows (committed rows, in ID order): rows of transactions
+// still open are waited for and come back once committed. Only holes are
+// locked, so in the usual case, commits in ID order, the relay waits for
+// nobody.
+func fillHoles(ctx context.Context, tx *sql.Tx, cursor, step int64, rows []historyEvent) ([]historyEvent, error) {
+	step = max(step, 1)
+	var ranges [][2]int64
+	prev := cursor
+	for _, h := range rows {
+		if h.id > prev+step {
+			ranges = append(ranges, [2]int64{prev + step, h.id - step})
+		}
+		prev = h.id
+	}
+	if len(ranges) == 0 {
+		return rows, nil
+	}
+	if len(ranges) > maxHoleRanges {
+		ranges = [][2]int64{{cursor + step, prev}}
+	}
+	var where strings.Builder
+	args := make([]any, 0, 2*len(ranges))
+	for i, r := range ranges {
+		if i > 0 {
+			where.WriteString(" OR ")
+		}
+		where.WriteString("id BETWEEN ? AND ?")
+		args = append(args, r[0], r[1])
+	}
+	found, err := readHistory(ctx, tx, "WHERE "+where.String()+" ORDER BY id LOCK IN SHARE MODE", args...)
+	if err != nil || len(found) == 0 {
+		return rows, err
+	}
+	seen := make(map[int64]bool, len(rows))
+	for _, h := range rows {
+		seen[h.id] = true
+	}
+	for _, h := range found {
+		if !seen[h.id] {
+			rows = append(rows, h)
+		}
+	}
+	slices.SortFunc(rows, func(a, b historyEvent) int { return cmp.Compare(a.id, b.id) })
+	return rows, nil
 }
 
 // advance walks rows (ordered by ID, all > cursor) and returns those that
