@@ -49,6 +49,18 @@ type TaskTransferred struct {
 	Route Route `json:"route,omitempty"`
 }
 
+// TaskRef is the part of a TaskTransferred that the scheduling hot path
+// (the timer's and dispatcher's READY consumers) reads. Decoding an event
+// into it passes over the reason, actor and timestamp instead of copying
+// and parsing them.
+type TaskRef struct {
+	TaskID        int64              `json:"task_id,string"`
+	To            contracts.Status   `json:"to"`
+	Priority      contracts.Priority `json:"priority"`
+	NextRunTimeMs int64              `json:"next_run_time_ms"`
+	Route         Route              `json:"route,omitempty"`
+}
+
 // Route is who takes a READY task on from its event. Every READY event is
 // handled by exactly one of the timer and the dispatcher, decided by the
 // writer of the transfer, so neither has to guess from clocks.

@@ -137,7 +137,7 @@ func (d *Dispatcher) handleDue(ctx context.Context, msgs []jetstream.Msg) error 
 func (d *Dispatcher) handleReady(ctx context.Context, msgs []jetstream.Msg) error {
 	dues := make([]events.TaskDue, 0, len(msgs))
 	for _, m := range msgs {
-		var ev events.TaskTransferred
+		var ev events.TaskRef
 		if err := events.Decode(m.Data(), &ev); err != nil {
 			d.logger.Error("dropping undecodable READY event", "err", err)
 			metrics.DispatchSkipped.WithLabelValues("undecodable").Inc()

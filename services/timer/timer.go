@@ -154,7 +154,7 @@ func (t *Timer) Ready() <-chan struct{} { return t.ready.Ready() }
 func (t *Timer) handleReady(ctx context.Context, msgs []jetstream.Msg) error {
 	refs := make([]store.DueRef, 0, len(msgs))
 	for _, m := range msgs {
-		var ev events.TaskTransferred
+		var ev events.TaskRef
 		if err := events.Decode(m.Data(), &ev); err != nil {
 			t.logger.Error("dropping undecodable READY event", "subject", m.Subject(), "err", err)
 			continue

@@ -334,3 +334,35 @@ func TestRolledBackIDsArePassedAndLateRowsStillGoOut(t *testing.T) {
 		return m
 	}())
 }
+
+// TestRowsFromBeforeTheHistoryRelayArePassedOver: history rows written by
+// a version that still copied events into the outbox (no task_type) were
+// published from the outbox; the history relay moves past them without
+// publishing them again, and publishes the rows around them.
+func TestRowsFromBeforeTheHistoryRelayArePassedOver(t *testing.T) {
+	st, _ := testenv.Store(t)
+	conn := testenv.NATS(t)
+	ctx := context.Background()
+	r := outbox.New(outbox.Config{}, st, conn.JS, testenv.Logger(t))
+
+	first := insertHistory(ctx, t, st.DB(), 0)
+	legacy := insertHistory(ctx, t, st.DB(), 0)
+	_, err := st.DB().Exec(`UPDATE task_history SET task_type = '' WHERE id = ?`, legacy)
+	require.NoError(t, err)
+	last := insertHistory(ctx, t, st.DB(), 0)
+
+	n, err := r.RunOnce(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 2, n)
+	require.Zero(t, backlog(t, st))
+	var want []string
+	for _, id := range []int64{first, last} {
+		var task string
+		require.NoError(t, st.DB().QueryRow(`SELECT task_id FROM task_history WHERE id = ?`, id).Scan(&task))
+		want = append(want, task)
+	}
+	require.Equal(t, want, streamOrder(t, conn.JS))
+	var cursor int64
+	require.NoError(t, st.DB().QueryRow(`SELECT last_id FROM event_relay WHERE name = 'task_history'`).Scan(&cursor))
+	require.Equal(t, last, cursor, "the cursor is past the legacy row")
+}
