@@ -288,7 +288,19 @@ func (r *run) limitMember() string {
 // execute runs the handler and records its outcome.
 func (e *Executor) execute(p *pool, r *run) {
 	defer e.wg.Done()
-	defer func() { <-p.slots }()
+	// The slot bounds handlers running at once. It is freed as soon as the
+	// handler returns, not when its outcome is committed: recording is
+	// ax's work, and holding slots through the outcome writer's commit
+	// left the pool idle for a commit per task (under load the cap on a
+	// pool's rate was slots / (claim + run + outcome commit)).
+	freed := false
+	free := func() {
+		if !freed {
+			freed = true
+			<-p.slots
+		}
+	}
+	defer free()
 	ctx, cancel := context.WithCancelCause(withStore(e.runBase, e.store))
 	defer cancel(nil)
 	r.cancel = cancel
@@ -304,6 +316,7 @@ func (e *Executor) execute(p *pool, r *run) {
 	// Stop renewing before finish releases the lock, or the watchdog would
 	// take the release for a lost lease.
 	e.track(r, false)
+	free()
 	e.finish(r, err, context.Cause(tctx))
 }
 
