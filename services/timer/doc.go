@@ -4,8 +4,10 @@
 // (score = next run time in Unix ms on the Redis clock, member = task ID).
 // Its loop takes due IDs atomically with a Lua script that reads Redis TIME
 // itself, lane by lane in priority order, and publishes a TaskDue command
-// for each. The loop sleeps until the earliest remaining score (computed
-// from Redis values only, so local clock skew cannot make it early) or the
+// for each. The loop sleeps until the earliest remaining score plus a
+// coalescing window of 2 ms (computed from Redis values only, so local clock
+// skew cannot make it early; the window makes one pop take every task due
+// within it instead of one wake-up per task at high rates) or the
 // configured interval, whichever is sooner, and a READY event for an earlier
 // task wakes it at once.
 //

@@ -31,6 +31,9 @@ const (
 	ReconcileGraceDefault    = 5 * time.Second
 	RedispatchAfterDefault   = 30 * time.Second
 	ConsumersDefault         = 4
+	// CoalesceDefault is how much later than the earliest remaining score
+	// the loop wakes, so that one pop takes everything due by then.
+	CoalesceDefault = 2 * time.Millisecond
 )
 
 // Config tunes the timer.
@@ -50,6 +53,11 @@ type Config struct {
 	RedispatchAfter time.Duration
 	// Consumers is how many READY events are indexed at once.
 	Consumers int
+	// Coalesce is how much later than the earliest remaining score the
+	// loop wakes (never earlier): at high rates of delayed tasks one pop
+	// then takes every task due within it instead of one per wake-up.
+	// Negative means 0.
+	Coalesce time.Duration
 }
 
 func (c *Config) defaults() {
@@ -70,6 +78,12 @@ func (c *Config) defaults() {
 	}
 	if c.Consumers <= 0 {
 		c.Consumers = ConsumersDefault
+	}
+	switch {
+	case c.Coalesce == 0:
+		c.Coalesce = CoalesceDefault
+	case c.Coalesce < 0:
+		c.Coalesce = 0
 	}
 }
 
@@ -237,7 +251,7 @@ func (t *Timer) Index(ctx context.Context, refs []store.DueRef) error {
 		return fmt.Errorf("index %d ready tasks: %w", len(refs), err)
 	}
 	metrics.TimerIndexed.Add(float64(len(refs)))
-	if earliest < t.nextWake.Load() {
+	if earliest+t.cfg.Coalesce.Milliseconds() < t.nextWake.Load() {
 		t.Wake()
 	}
 	return nil
@@ -322,9 +336,9 @@ func (t *Timer) RunOnce(ctx context.Context) (time.Duration, error) {
 	}
 	sleep := t.cfg.Interval
 	wakeAt := now + sleep.Milliseconds()
-	if next >= 0 && next < wakeAt {
-		wakeAt = next
-		sleep = time.Duration(next-now) * time.Millisecond
+	if next >= 0 && next+t.cfg.Coalesce.Milliseconds() < wakeAt {
+		wakeAt = next + t.cfg.Coalesce.Milliseconds()
+		sleep = time.Duration(wakeAt-now) * time.Millisecond
 	}
 	t.nextWake.Store(wakeAt)
 	return sleep, nil
