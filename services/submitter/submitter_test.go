@@ -56,7 +56,7 @@ func (f *fixture) rowCounts(t *testing.T) [3]int {
 	for i, table := range []string{"tasks", "task_history"} {
 		require.NoError(t, f.st.DB().QueryRow("SELECT COUNT(*) FROM "+table).Scan(&c[i]))
 	}
-	events, err := f.st.RelayBacklog(context.Background())
+	events, err := store.CountUnpublished(context.Background(), f.st.DB())
 	require.NoError(t, err)
 	c[2] = int(events)
 	return c

@@ -103,7 +103,7 @@ func historyEventIDs(t *testing.T, st *store.Store) map[string]bool {
 
 func backlog(t *testing.T, st *store.Store) int64 {
 	t.Helper()
-	n, err := st.RelayBacklog(context.Background())
+	n, err := store.CountUnpublished(context.Background(), st.DB())
 	require.NoError(t, err)
 	return n
 }

@@ -57,9 +57,12 @@ type HistoryGaps struct {
 	now  func() time.Time
 }
 
+// idRange is a run of history IDs, both ends included.
+type idRange struct{ from, to int64 }
+
 type passedGap struct {
-	from, to int64 // inclusive
-	until    time.Time
+	idRange
+	until time.Time
 }
 
 // NewHistoryGaps returns a gap memory with the defaults filled in.
@@ -180,11 +183,11 @@ const maxHoleRanges = 64
 // nobody.
 func fillHoles(ctx context.Context, tx *sql.Tx, cursor, step int64, rows []historyEvent) ([]historyEvent, error) {
 	step = max(step, 1)
-	var ranges [][2]int64
+	var ranges []idRange
 	prev := cursor
 	for _, h := range rows {
 		if h.id > prev+step {
-			ranges = append(ranges, [2]int64{prev + step, h.id - step})
+			ranges = append(ranges, idRange{prev + step, h.id - step})
 		}
 		prev = h.id
 	}
@@ -192,18 +195,9 @@ func fillHoles(ctx context.Context, tx *sql.Tx, cursor, step int64, rows []histo
 		return rows, nil
 	}
 	if len(ranges) > maxHoleRanges {
-		ranges = [][2]int64{{cursor + step, prev}}
+		ranges = []idRange{{cursor + step, prev}}
 	}
-	var where strings.Builder
-	args := make([]any, 0, 2*len(ranges))
-	for i, r := range ranges {
-		if i > 0 {
-			where.WriteString(" OR ")
-		}
-		where.WriteString("id BETWEEN ? AND ?")
-		args = append(args, r[0], r[1])
-	}
-	found, err := readHistory(ctx, tx, "WHERE "+where.String()+" ORDER BY id LOCK IN SHARE MODE", args...)
+	found, err := readRangesLocked(ctx, tx, ranges)
 	if err != nil || len(found) == 0 {
 		return rows, err
 	}
@@ -239,7 +233,7 @@ func (g *HistoryGaps) advance(cursor int64, rows []historyEvent) (take []history
 				return rows[:i], next, true
 			}
 			delete(g.pending, from)
-			g.passed = append(g.passed, passedGap{from: from, to: to, until: now.Add(g.LateWindow)})
+			g.passed = append(g.passed, passedGap{idRange{from, to}, now.Add(g.LateWindow)})
 		}
 		next = h.id
 	}
@@ -260,24 +254,18 @@ func (g *HistoryGaps) recheck(ctx context.Context, tx *sql.Tx) ([]historyEvent, 
 	}
 	now := g.now()
 	kept := g.passed[:0]
-	var where strings.Builder
-	var args []any
+	var ranges []idRange
 	for _, p := range g.passed {
-		if now.After(p.until) {
-			continue
+		if !now.After(p.until) {
+			kept = append(kept, p)
+			ranges = append(ranges, p.idRange)
 		}
-		kept = append(kept, p)
-		if len(args) > 0 {
-			where.WriteString(" OR ")
-		}
-		where.WriteString("id BETWEEN ? AND ?")
-		args = append(args, p.from, p.to)
 	}
 	g.passed = kept
 	if len(kept) == 0 {
 		return nil, nil
 	}
-	found, err := readHistory(ctx, tx, "WHERE "+where.String()+" ORDER BY id LOCK IN SHARE MODE", args...)
+	found, err := readRangesLocked(ctx, tx, ranges)
 	if err != nil || len(found) == 0 {
 		return nil, err
 	}
@@ -290,16 +278,31 @@ func (g *HistoryGaps) recheck(ctx context.Context, tx *sql.Tx) ([]historyEvent, 
 				continue
 			}
 			if h.id > from {
-				rest = append(rest, passedGap{from: from, to: h.id - 1, until: p.until})
+				rest = append(rest, passedGap{idRange{from, h.id - 1}, p.until})
 			}
 			from = h.id + 1
 		}
 		if from <= p.to {
-			rest = append(rest, passedGap{from: from, to: p.to, until: p.until})
+			rest = append(rest, passedGap{idRange{from, p.to}, p.until})
 		}
 	}
 	g.passed = rest
 	return found, nil
+}
+
+// readRangesLocked reads the history rows in ranges with a locking read,
+// which waits for rows of transactions still open there.
+func readRangesLocked(ctx context.Context, tx *sql.Tx, ranges []idRange) ([]historyEvent, error) {
+	var where strings.Builder
+	args := make([]any, 0, 2*len(ranges))
+	for i, r := range ranges {
+		if i > 0 {
+			where.WriteString(" OR ")
+		}
+		where.WriteString("id BETWEEN ? AND ?")
+		args = append(args, r.from, r.to)
+	}
+	return readHistory(ctx, tx, "WHERE "+where.String()+" ORDER BY id LOCK IN SHARE MODE", args...)
 }
 
 func readHistory(ctx context.Context, tx *sql.Tx, tail string, args ...any) ([]historyEvent, error) {
@@ -343,12 +346,9 @@ func (h historyEvent) outboxRow() (OutboxRow, error) {
 		CorrelationID: strconv.FormatInt(h.event.TaskID, 10), Payload: payload}, nil
 }
 
-// RelayBacklog counts events not yet published: history rows past the
-// relay cursor and outbox rows.
-func (s *Store) RelayBacklog(ctx context.Context) (int64, error) { return CountUnpublished(ctx, s.db) }
-
-// CountUnpublished is RelayBacklog on any connection to ax's database (the
-// bench harness has no Store).
+// CountUnpublished counts events not yet published: history rows past the
+// relay cursor and outbox rows. It takes a plain connection because the
+// bench harness has no Store.
 func CountUnpublished(ctx context.Context, db *sql.DB) (int64, error) {
 	var n int64
 	err := db.QueryRowContext(ctx, `SELECT

@@ -31,7 +31,7 @@ func TestHistoryGapsAdvance(t *testing.T) {
 		take     []int64
 		next     int64
 		held     bool
-		passed   []passedGap // from, to only
+		passed   []idRange
 		pendings []int64
 	}{
 		{name: "contiguous", cursor: 10, rows: ev(11, 12, 13), take: []int64{11, 12, 13}, next: 13},
@@ -41,7 +41,7 @@ func TestHistoryGapsAdvance(t *testing.T) {
 		{name: "hole at the cursor holds everything", cursor: 10, rows: ev(12), take: []int64{}, next: 10, held: true,
 			pendings: []int64{11}},
 		{name: "old hole is passed and watched", cursor: 10, rows: ev(11, 15), seenAgo: map[int64]time.Duration{12: time.Second},
-			take: []int64{11, 15}, next: 15, passed: []passedGap{{from: 12, to: 14}}},
+			take: []int64{11, 15}, next: 15, passed: []idRange{{12, 14}}},
 		{name: "filled hole is forgotten", cursor: 10, rows: ev(11, 12), seenAgo: map[int64]time.Duration{12: 10 * time.Millisecond},
 			take: []int64{11, 12}, next: 12},
 		{name: "auto_increment_increment 2", step: 2, cursor: 11, rows: ev(13, 15, 19), take: []int64{13, 15}, next: 15,
@@ -59,10 +59,10 @@ func TestHistoryGapsAdvance(t *testing.T) {
 			require.Equal(t, tc.take, idsOf(take))
 			require.Equal(t, tc.next, next)
 			require.Equal(t, tc.held, held)
-			var passed []passedGap
+			var passed []idRange
 			for _, p := range g.passed {
 				require.Equal(t, now.Add(time.Minute), p.until)
-				passed = append(passed, passedGap{from: p.from, to: p.to})
+				passed = append(passed, p.idRange)
 			}
 			require.Equal(t, tc.passed, passed)
 			pend := []int64{}

@@ -65,12 +65,3 @@ func (s *Store) RelayOutbox(ctx context.Context, limit int, publish func(context
 	})
 	return n, err
 }
-
-// OutboxBacklog counts rows not yet relayed.
-func (s *Store) OutboxBacklog(ctx context.Context) (int64, error) {
-	var n int64
-	if err := s.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM outbox`).Scan(&n); err != nil {
-		return 0, fmt.Errorf("count outbox: %w", err)
-	}
-	return n, nil
-}
