@@ -15,8 +15,8 @@ ALTER TABLE task_history
     ADD COLUMN route         TINYINT      NOT NULL DEFAULT 0 COMMENT 'READY: 0 timer, 1 dispatcher, 2 dispatched by the writer';
 
 -- One row per relayed table: every history row with id <= last_id has been
--- published (or passed over as written before 0007). The relay holds this
--- row's lock for the length of a pass, so relays take turns.
+-- published (or passed over as written before 0007). Relays only move it
+-- forward, each with one statement; none holds its lock across a pass.
 CREATE TABLE event_relay (
     name       VARCHAR(64)     NOT NULL,
     last_id    BIGINT UNSIGNED NOT NULL,

@@ -9,14 +9,15 @@
 // relay killed after publishing but before committing publishes the same
 // events again, which JetStream drops as duplicates because the event ID is
 // the Nats-Msg-Id. Any number of relays (one per process that writes
-// transfers) can run: they take turns on the history cursor's row lock and
-// share outbox rows through SKIP LOCKED.
+// transfers) can run: none holds a lock across a pass on the history cursor
+// (a stalled relay must not stop the others; two at once may publish the
+// same events, which JetStream keeps once), and they share outbox rows
+// through SKIP LOCKED.
 //
 // Speed: the store signals the relay after every commit that wrote history
 // or outbox rows, so the relay works at once instead of on a poll interval;
-// the poll interval only catches rows written by other processes. A relay
-// woken while another holds the cursor waits for that pass to commit and
-// then reads, so the commit that woke it is never missed.
+// the poll interval only catches rows written by other processes. A pass
+// that a hole holds back looks again every 10 ms.
 package outbox
 
 import (

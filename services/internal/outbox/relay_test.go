@@ -13,7 +13,6 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/oklog/ulid/v2"
-	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/axsched/ax/contracts"
@@ -252,15 +251,15 @@ func rollbackHistory(t *testing.T, st *store.Store, n int) {
 	}
 }
 
-// TestOpenTransactionHoldsTheRelay: a transaction that inserted a history
-// row and has not committed holds the relay at its row, even with no grace
-// at all for holes, while a later row is already committed; once it
-// commits, both go out in ID order.
-func TestOpenTransactionHoldsTheRelay(t *testing.T) {
+// TestOpenTransactionHoldsTheRowsBehindIt: a transaction that inserted a
+// history row and has not committed holds back a later row that already
+// committed, without the relay waiting on it; once it commits, both go out
+// in ID order.
+func TestOpenTransactionHoldsTheRowsBehindIt(t *testing.T) {
 	st, _ := testenv.Store(t)
 	conn := testenv.NATS(t)
 	ctx := context.Background()
-	r := outbox.New(outbox.Config{GapGrace: time.Nanosecond}, st, conn.JS, testenv.Logger(t))
+	r := outbox.New(outbox.Config{GapGrace: time.Minute}, st, conn.JS, testenv.Logger(t))
 
 	tx, err := st.DB().BeginTx(ctx, nil)
 	require.NoError(t, err)
@@ -270,24 +269,64 @@ func TestOpenTransactionHoldsTheRelay(t *testing.T) {
 	second := insertHistory(ctx, t, st.DB(), 0)
 	require.Greater(t, second, first)
 
-	done := make(chan int, 1)
-	go func() {
-		n, err := r.RunOnce(ctx)
-		assert.NoError(t, err)
-		done <- n
-	}()
-	select {
-	case n := <-done:
-		t.Fatalf("the relay published %d events past an open transaction's row", n)
-	case <-time.After(500 * time.Millisecond):
-	}
-	require.Empty(t, streamOrder(t, conn.JS), "nothing published while the first row is open")
+	n, err := r.RunOnce(ctx)
+	require.NoError(t, err)
+	require.Zero(t, n, "nothing published past an open transaction's row")
+	require.Empty(t, streamOrder(t, conn.JS))
+
 	var firstTask, secondTask string
 	require.NoError(t, tx.QueryRowContext(ctx, `SELECT task_id FROM task_history WHERE id = ?`, first).Scan(&firstTask))
 	require.NoError(t, st.DB().QueryRow(`SELECT task_id FROM task_history WHERE id = ?`, second).Scan(&secondTask))
 	require.NoError(t, tx.Commit())
-	require.Equal(t, 2, <-done)
+	n, err = r.RunOnce(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 2, n)
 	require.Equal(t, []string{firstTask, secondTask}, streamOrder(t, conn.JS))
+}
+
+// TestAStalledRelayHoldsNobody: a relay stopped in the middle of a pass
+// (its process paused after reading, before publishing) must not stop
+// another relay; when it resumes, its late publish is absorbed and the
+// cursor does not go back.
+func TestAStalledRelayHoldsNobody(t *testing.T) {
+	st, _ := testenv.Store(t)
+	conn := testenv.NATS(t)
+	ctx := context.Background()
+	for range 10 {
+		create(t, st)
+	}
+	stalled, resume := make(chan struct{}), make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		_, err := st.RelayHistory(ctx, 1000, store.NewHistoryGaps(0, 0), func(ctx context.Context, rows []store.OutboxRow) error {
+			close(stalled)
+			<-resume
+			msgs := make([]bus.Msg, 0, len(rows))
+			for _, r := range rows {
+				msgs = append(msgs, bus.Msg{Subject: r.Subject, ID: r.EventID, Data: r.Payload})
+			}
+			return bus.PublishBatch(ctx, conn.JS, msgs)
+		})
+		done <- err
+	}()
+	<-stalled
+	for range 5 {
+		create(t, st)
+	}
+	other := outbox.New(outbox.Config{}, st, conn.JS, testenv.Logger(t))
+	n, err := other.RunOnce(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 15, n, "the other relay publishes everything while the first is stalled")
+	require.Zero(t, backlog(t, st))
+
+	close(resume)
+	require.NoError(t, <-done)
+	require.Zero(t, backlog(t, st), "the stalled relay's cursor move does not go back")
+	got := streamEventIDs(t, conn.JS)
+	require.Len(t, got, 15)
+	for id, c := range got {
+		require.Equal(t, 1, c, "event %s stored %d times", id, c)
+	}
 }
 
 // TestRolledBackIDsArePassedAndLateRowsStillGoOut: a hole is held for the

@@ -1,13 +1,11 @@
 package store
 
 import (
-	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -29,18 +27,15 @@ const (
 // task_history's IDs.
 //
 // Why holes matter: the relay walks task_history by ID with a cursor, and
-// AUTO_INCREMENT hands out IDs before their rows commit. The relay reads
-// the holes below the last committed row with a locking read, so it waits
-// for every row an open transaction has already inserted there and sees it
-// once committed; what it cannot wait for is
-// an ID allocated but not inserted yet (the instant between a statement
-// taking its IDs and writing its first row) or an ID whose transaction
-// rolled back, which stays a hole forever. The two look alike, so a hole
-// holds the rows behind it back for Grace (the first kind fills within
-// microseconds), after which it is taken to be a rollback and passed.
-// Passed holes are rechecked on every pass for LateWindow: a row that
-// shows up in one after all is published then, out of order, rather than
-// never.
+// AUTO_INCREMENT hands out IDs before their rows commit, so a hole below a
+// committed row is a transaction still open (its rows appear within
+// milliseconds), an ID allocated but not written yet, or a transaction that
+// rolled back (a hole forever). They look alike, so a hole holds the rows
+// behind it back for Grace (the relay looks again every 10 ms meanwhile),
+// after which it is taken to be a rollback and passed. Passed holes are
+// rechecked on every pass for LateWindow: a row that shows up in one after
+// all (a transaction that stayed open longer than Grace) is published
+// then, out of order, rather than never.
 type HistoryGaps struct {
 	// Grace is how long a hole holds back the rows behind it.
 	Grace time.Duration
@@ -99,119 +94,66 @@ type RelayResult struct {
 }
 
 // RelayHistory publishes the events of task_history rows past the relay
-// cursor, in ID order, and moves the cursor past them in the same
-// transaction once publish returned nil (a crash in between publishes them
-// again; JetStream drops the repeats by Nats-Msg-Id). The cursor row's lock
-// makes relays take turns, and a relay that had to wait for the lock reads
-// after the commit that woke it. See HistoryGaps for how holes in the IDs
-// are handled.
+// cursor, in ID order, then moves the cursor past them (a crash in between
+// publishes them again; JetStream drops the repeats by Nats-Msg-Id).
+//
+// No lock is held across a pass, on purpose: a relay whose process stops
+// mid-pass (a paused VM, SIGSTOP, a partition) keeps its connection and any
+// lock it held until MySQL notices, which can be hours, and a lock on the
+// cursor would stop every event of the cluster for that long. So every
+// statement stands alone: the cursor and the rows are plain reads, and the
+// cursor only moves forward (GREATEST), whichever relay gets there. Relays
+// that run at the same time may publish the same events; JetStream keeps
+// one. See HistoryGaps for how holes in the IDs are handled.
 func (s *Store) RelayHistory(ctx context.Context, limit int, gaps *HistoryGaps, publish func(context.Context, []OutboxRow) error) (RelayResult, error) {
-	var res RelayResult
-	err := s.inTxOpts(ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted}, func(tx *sql.Tx) error {
-		res = RelayResult{}
-		if gaps.step == 0 {
-			if err := tx.QueryRowContext(ctx, `SELECT @@auto_increment_increment`).Scan(&gaps.step); err != nil {
-				return fmt.Errorf("read auto_increment_increment: %w", err)
-			}
-			gaps.step = max(gaps.step, 1)
+	if gaps.step == 0 {
+		if err := s.db.QueryRowContext(ctx, `SELECT @@auto_increment_increment`).Scan(&gaps.step); err != nil {
+			return RelayResult{}, fmt.Errorf("read auto_increment_increment: %w", err)
 		}
-		var cursor int64
-		err := tx.QueryRowContext(ctx, `SELECT last_id FROM event_relay WHERE name = ? FOR UPDATE`, historyCursor).Scan(&cursor)
-		if errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("event_relay has no %q row: run `ax migrate up`", historyCursor)
-		}
-		if err != nil {
-			return fmt.Errorf("read relay cursor: %w", err)
-		}
-		// What has committed, without waiting for anyone; then the holes
-		// below the last committed row, with a locking read that waits for
-		// rows of transactions still open instead of reading past them.
-		rows, err := readHistory(ctx, tx, `WHERE id > ? ORDER BY id LIMIT ?`, cursor, limit)
-		if err != nil {
-			return err
-		}
-		if rows, err = fillHoles(ctx, tx, cursor, gaps.step, rows); err != nil {
-			return err
-		}
-		res.Full = len(rows) >= limit
-		late, err := gaps.recheck(ctx, tx)
-		if err != nil {
-			return err
-		}
-		take, next, held := gaps.advance(cursor, rows)
-		res.Held = held
-		batch := make([]OutboxRow, 0, len(late)+len(take))
-		for _, h := range append(late, take...) {
-			if h.taskType == "" {
-				continue // written before migration 0007: relayed through the outbox
-			}
-			row, err := h.outboxRow()
-			if err != nil {
-				return err
-			}
-			batch = append(batch, row)
-		}
-		if len(batch) > 0 {
-			if err := publish(ctx, batch); err != nil {
-				return fmt.Errorf("publish %d history events: %w", len(batch), err)
-			}
-		}
-		if next != cursor {
-			if _, err := tx.ExecContext(ctx, `UPDATE event_relay SET last_id = ? WHERE name = ?`, next, historyCursor); err != nil {
-				return fmt.Errorf("move relay cursor: %w", err)
-			}
-		}
-		res.Relayed = len(batch)
-		return nil
-	})
+		gaps.step = max(gaps.step, 1)
+	}
+	var cursor int64
+	err := s.db.QueryRowContext(ctx, `SELECT last_id FROM event_relay WHERE name = ?`, historyCursor).Scan(&cursor)
+	if errors.Is(err, sql.ErrNoRows) {
+		return RelayResult{}, fmt.Errorf("event_relay has no %q row: run `ax migrate up`", historyCursor)
+	}
 	if err != nil {
-		// The pass rolled back: holes seen as passed are watched anyway
-		// (harmless), late rows are found again next time.
+		return RelayResult{}, fmt.Errorf("read relay cursor: %w", err)
+	}
+	rows, err := readHistory(ctx, s.db, `WHERE id > ? ORDER BY id LIMIT ?`, cursor, limit)
+	if err != nil {
 		return RelayResult{}, err
 	}
+	late, err := gaps.recheck(ctx, s.db)
+	if err != nil {
+		return RelayResult{}, err
+	}
+	take, next, held := gaps.advance(cursor, rows)
+	res := RelayResult{Held: held, Full: len(rows) >= limit}
+	batch := make([]OutboxRow, 0, len(late)+len(take))
+	for _, h := range append(late, take...) {
+		if h.taskType == "" {
+			continue // written before migration 0007: relayed through the outbox
+		}
+		row, err := h.outboxRow()
+		if err != nil {
+			return RelayResult{}, err
+		}
+		batch = append(batch, row)
+	}
+	if len(batch) > 0 {
+		if err := publish(ctx, batch); err != nil {
+			return RelayResult{}, fmt.Errorf("publish %d history events: %w", len(batch), err)
+		}
+	}
+	if next != cursor {
+		if _, err := s.db.ExecContext(ctx, `UPDATE event_relay SET last_id = GREATEST(last_id, ?) WHERE name = ?`,
+			next, historyCursor); err != nil {
+			return RelayResult{}, fmt.Errorf("move relay cursor: %w", err)
+		}
+	}
+	res.Relayed = len(batch)
 	return res, nil
-}
-
-// maxHoleRanges bounds the ranges one locking read names; past it the read
-// covers everything from the cursor to the last committed row.
-const maxHoleRanges = 64
-
-// fillHoles reads, with a locking read, the IDs missing between cursor and
-// the last of rows (committed rows, in ID order): rows of transactions
-// still open are waited for and come back once committed. Only holes are
-// locked, so in the usual case, commits in ID order, the relay waits for
-// nobody.
-func fillHoles(ctx context.Context, tx *sql.Tx, cursor, step int64, rows []historyEvent) ([]historyEvent, error) {
-	step = max(step, 1)
-	var ranges []idRange
-	prev := cursor
-	for _, h := range rows {
-		if h.id > prev+step {
-			ranges = append(ranges, idRange{prev + step, h.id - step})
-		}
-		prev = h.id
-	}
-	if len(ranges) == 0 {
-		return rows, nil
-	}
-	if len(ranges) > maxHoleRanges {
-		ranges = []idRange{{cursor + step, prev}}
-	}
-	found, err := readRangesLocked(ctx, tx, ranges)
-	if err != nil || len(found) == 0 {
-		return rows, err
-	}
-	seen := make(map[int64]bool, len(rows))
-	for _, h := range rows {
-		seen[h.id] = true
-	}
-	for _, h := range found {
-		if !seen[h.id] {
-			rows = append(rows, h)
-		}
-	}
-	slices.SortFunc(rows, func(a, b historyEvent) int { return cmp.Compare(a.id, b.id) })
-	return rows, nil
 }
 
 // advance walks rows (ordered by ID, all > cursor) and returns those that
@@ -248,7 +190,7 @@ func (g *HistoryGaps) advance(cursor int64, rows []historyEvent) (take []history
 
 // recheck reads rows that turned up in passed holes and stops watching
 // holes past their window.
-func (g *HistoryGaps) recheck(ctx context.Context, tx *sql.Tx) ([]historyEvent, error) {
+func (g *HistoryGaps) recheck(ctx context.Context, q querier) ([]historyEvent, error) {
 	if len(g.passed) == 0 {
 		return nil, nil
 	}
@@ -265,7 +207,7 @@ func (g *HistoryGaps) recheck(ctx context.Context, tx *sql.Tx) ([]historyEvent, 
 	if len(kept) == 0 {
 		return nil, nil
 	}
-	found, err := readRangesLocked(ctx, tx, ranges)
+	found, err := readRanges(ctx, q, ranges)
 	if err != nil || len(found) == 0 {
 		return nil, err
 	}
@@ -290,9 +232,13 @@ func (g *HistoryGaps) recheck(ctx context.Context, tx *sql.Tx) ([]historyEvent, 
 	return found, nil
 }
 
-// readRangesLocked reads the history rows in ranges with a locking read,
-// which waits for rows of transactions still open there.
-func readRangesLocked(ctx context.Context, tx *sql.Tx, ranges []idRange) ([]historyEvent, error) {
+// querier is a pool or a transaction.
+type querier interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}
+
+// readRanges reads the history rows in ranges.
+func readRanges(ctx context.Context, q querier, ranges []idRange) ([]historyEvent, error) {
 	var where strings.Builder
 	args := make([]any, 0, 2*len(ranges))
 	for i, r := range ranges {
@@ -302,11 +248,11 @@ func readRangesLocked(ctx context.Context, tx *sql.Tx, ranges []idRange) ([]hist
 		where.WriteString("id BETWEEN ? AND ?")
 		args = append(args, r.from, r.to)
 	}
-	return readHistory(ctx, tx, "WHERE "+where.String()+" ORDER BY id LOCK IN SHARE MODE", args...)
+	return readHistory(ctx, q, "WHERE "+where.String()+" ORDER BY id", args...)
 }
 
-func readHistory(ctx context.Context, tx *sql.Tx, tail string, args ...any) ([]historyEvent, error) {
-	rows, err := tx.QueryContext(ctx, `SELECT id, task_id, from_status, to_status, attempt, reason, actor, event_id,
+func readHistory(ctx context.Context, q querier, tail string, args ...any) ([]historyEvent, error) {
+	rows, err := q.QueryContext(ctx, `SELECT id, task_id, from_status, to_status, attempt, reason, actor, event_id,
 		created_at, task_type, priority, next_run_time, rejected, route FROM task_history `+tail, args...)
 	if err != nil {
 		return nil, fmt.Errorf("read history to relay: %w", err)
