@@ -55,7 +55,9 @@ type TaskTransferred struct {
 // and parsing them.
 type TaskRef struct {
 	TaskID        int64              `json:"task_id,string"`
+	Type          string             `json:"type"`
 	To            contracts.Status   `json:"to"`
+	Attempt       int                `json:"attempt"`
 	Priority      contracts.Priority `json:"priority"`
 	NextRunTimeMs int64              `json:"next_run_time_ms"`
 	Route         Route              `json:"route,omitempty"`
@@ -89,6 +91,13 @@ type TaskDue struct {
 // TaskDispatched hands a due, READY task to the executors of its type.
 // Attempt is the attempt the task had when dispatched; the claim succeeds
 // only if it is still current.
+//
+// Load marks a lean dispatch: only the ID, type, attempt and due time are
+// set, and the executor takes the payload, timeout and retry counts from
+// the task row its claim locks anyway. The dispatcher sends lean dispatches
+// for tasks it hands on straight from their READY event, so it need not
+// read the row first. Executors that predate the field would run such a
+// task with no payload: upgrade executors before dispatchers.
 type TaskDispatched struct {
 	TaskID        int64           `json:"task_id,string"`
 	Type          string          `json:"type"`
@@ -98,6 +107,7 @@ type TaskDispatched struct {
 	NextRunTimeMs int64           `json:"next_run_time_ms"`
 	RetryCount    int             `json:"retry_count"`
 	MaxRetries    int             `json:"max_retries"`
+	Load          bool            `json:"load,omitempty"`
 }
 
 // Decode unmarshals data into v with a useful error.

@@ -102,7 +102,7 @@ func BenchmarkEventDecodeRef(b *testing.B) {
 // values as the full one.
 func TestTaskRefReadsTheEvent(t *testing.T) {
 	in := events.TaskTransferred{EventID: "e", TaskID: 2128092041172955136, Type: "ax.noop", To: contracts.StatusReady,
-		Priority: contracts.PriorityLow, NextRunTimeMs: 1700000000123, At: time.Now(), Route: events.RouteDispatch}
+		Attempt: 3, Priority: contracts.PriorityLow, NextRunTimeMs: 1700000000123, At: time.Now(), Route: events.RouteDispatch}
 	data, err := json.Marshal(in)
 	if err != nil {
 		t.Fatal(err)
@@ -111,7 +111,7 @@ func TestTaskRefReadsTheEvent(t *testing.T) {
 	if err := events.Decode(data, &ref); err != nil {
 		t.Fatal(err)
 	}
-	want := events.TaskRef{TaskID: in.TaskID, To: in.To, Priority: in.Priority, NextRunTimeMs: in.NextRunTimeMs, Route: in.Route}
+	want := events.TaskRef{TaskID: in.TaskID, Type: in.Type, To: in.To, Attempt: in.Attempt, Priority: in.Priority, NextRunTimeMs: in.NextRunTimeMs, Route: in.Route}
 	if ref != want {
 		t.Fatalf("decoded %+v, want %+v", ref, want)
 	}

@@ -35,6 +35,11 @@ const (
 	// fencing (a TaskTransferred whose From and To are the current state).
 	SubjectTaskRejected = "ax.events.task.rejected"
 
+	// SubjectRelayWake tells the relay holding the history lease that
+	// another process committed history rows (no payload). Core NATS,
+	// outside both streams: a lost wake-up only waits for the next poll.
+	SubjectRelayWake = "ax.relay.wake"
+
 	// SubjectBenchDone carries BenchDone reports of the built-in ax.bench
 	// task type to the `ax bench` harness. It is core NATS, outside both
 	// streams: a benchmark report is fire-and-forget and never stored.

@@ -132,10 +132,20 @@ func (d *Dispatcher) handleDue(ctx context.Context, msgs []jetstream.Msg) error 
 }
 
 // handleReady dispatches the tasks of READY events routed to the
-// dispatcher (events.RouteDispatch: due when they became READY) exactly as
-// if the timer had popped them; the timer passes over those events.
+// dispatcher (events.RouteDispatch: due when they became READY); the timer
+// passes over those events. Unlike a due command, such an event is the
+// transfer itself, a moment old, so the task is not read back: it is handed
+// on as a lean dispatch (events.TaskDispatched.Load) built from the event,
+// and the executor's claim — which locks the row anyway, and succeeds only
+// while the task is still READY at that attempt — supplies the payload and
+// settings. That saves a query per batch on the path of every task due at
+// once. A paused type is still held back (cached, confirmed in MySQL).
 func (d *Dispatcher) handleReady(ctx context.Context, msgs []jetstream.Msg) error {
-	dues := make([]events.TaskDue, 0, len(msgs))
+	var (
+		hs     []*handOff
+		seen   = map[int64]bool{}
+		paused = d.pauses()
+	)
 	for _, m := range msgs {
 		var ev events.TaskRef
 		if err := events.Decode(m.Data(), &ev); err != nil {
@@ -146,9 +156,19 @@ func (d *Dispatcher) handleReady(ctx context.Context, msgs []jetstream.Msg) erro
 		if ev.To != contracts.StatusReady || ev.Route != events.RouteDispatch {
 			continue // the timer's, or dispatched by its writer
 		}
-		dues = append(dues, events.TaskDue{TaskID: ev.TaskID, Priority: ev.Priority, NextRunTimeMs: ev.NextRunTimeMs})
+		if seen[ev.TaskID] {
+			metrics.DispatchSkipped.WithLabelValues("duplicate").Inc()
+			continue
+		}
+		seen[ev.TaskID] = true
+		if paused.held(ctx, ev.Type) {
+			continue
+		}
+		hs = append(hs, &handOff{lane: ev.Priority, task: events.TaskDispatched{
+			TaskID: ev.TaskID, Type: ev.Type, Attempt: ev.Attempt, NextRunTimeMs: ev.NextRunTimeMs, Load: true,
+		}})
 	}
-	return d.DispatchBatch(ctx, dues)
+	return d.handOff(ctx, hs)
 }
 
 // DispatchBatch re-checks the tasks of due commands in one query and hands
@@ -174,7 +194,7 @@ func (d *Dispatcher) DispatchBatch(ctx context.Context, dues []events.TaskDue) e
 		now0, later []*handOff
 		retrying    [][]store.TransferParams
 		seen        = map[int64]bool{}
-		paused      = map[string]bool{} // per batch: a paused type is read once
+		paused      = d.pauses()
 	)
 	for _, due := range dues {
 		task := tasks[due.TaskID]
@@ -197,21 +217,18 @@ func (d *Dispatcher) DispatchBatch(ctx context.Context, dues []events.TaskDue) e
 			d.logger.Debug("task not due yet", "task_id", task.ID, "due_in", early)
 			continue
 		}
-		p, known := paused[task.Type]
-		if !known {
-			p = d.paused(ctx, task.Type)
-			paused[task.Type] = p
-		}
-		if p {
-			// It stays READY and undispatched; resuming the type re-indexes it.
-			metrics.DispatchSkipped.WithLabelValues("paused").Inc()
+		if paused.held(ctx, task.Type) {
 			continue
 		}
 		lane := due.Priority
 		if lane.Rank() < 0 {
 			lane = task.Priority
 		}
-		h := &handOff{task: task, lane: lane}
+		h := &handOff{lane: lane, task: events.TaskDispatched{
+			TaskID: task.ID, Type: task.Type, Attempt: task.Attempt, Payload: task.Payload,
+			TimeoutMs: task.TimeoutMs, NextRunTimeMs: task.NextRunTimeMs,
+			RetryCount: task.RetryCount, MaxRetries: task.MaxRetries,
+		}}
 		if task.Status == contracts.StatusRetrying {
 			// Its backoff has elapsed: it becomes READY (fenced, so a racing
 			// dispatcher replica or a cancel wins cleanly) and goes on at once.
@@ -269,7 +286,7 @@ func (d *Dispatcher) DispatchBatch(ctx context.Context, dues []events.TaskDue) e
 
 // handOff is one task passing the dispatcher's checks.
 type handOff struct {
-	task *store.Task
+	task events.TaskDispatched
 	lane contracts.Priority
 	// retrying is 1 + the index of its RETRYING -> READY chain, or 0.
 	retrying int
@@ -287,28 +304,28 @@ func (d *Dispatcher) handOff(ctx context.Context, hs []*handOff) error {
 	table := d.router.Table()
 	now := float64(d.clock.Now().UnixMilli())
 	for i, h := range hs {
-		task := h.task
-		data, err := json.Marshal(events.TaskDispatched{
-			TaskID: task.ID, Type: task.Type, Attempt: task.Attempt, Payload: task.Payload,
-			TimeoutMs: task.TimeoutMs, NextRunTimeMs: task.NextRunTimeMs,
-			RetryCount: task.RetryCount, MaxRetries: task.MaxRetries,
-		})
+		task := &h.task
+		data, err := json.Marshal(task)
 		if err != nil {
-			return fmt.Errorf("encode dispatch of task %d: %w", task.ID, err)
+			return fmt.Errorf("encode dispatch of task %d: %w", task.TaskID, err)
 		}
 		token := events.SharedToken
-		if owner, ok := table.Owner(task.Type, task.ID); ok {
+		if owner, ok := table.Owner(task.Type, task.TaskID); ok {
 			token = events.NodeToken(owner)
 		}
+		id := strconv.FormatInt(task.TaskID, 10)
 		msgs[i] = bus.Msg{Subject: events.ExecSubject(task.Type, h.lane, token), EventType: events.TypeTaskDispatched,
-			CorrelationID: strconv.FormatInt(task.ID, 10), Data: data}
-		marks[i] = redis.Z{Score: now, Member: strconv.FormatInt(task.ID, 10)}
+			CorrelationID: id, Data: data}
+		marks[i] = redis.Z{Score: now, Member: id}
 	}
 	if err := bus.PublishBatch(ctx, d.conn.JS, msgs); err != nil {
 		return fmt.Errorf("dispatch %d task(s): %w", len(msgs), err)
 	}
 	for _, h := range hs {
 		metrics.Dispatched.WithLabelValues(h.task.Type).Inc()
+		if h.task.Load {
+			metrics.DispatchedLean.WithLabelValues(h.task.Type).Inc()
+		}
 	}
 	if err := d.rdb.ZAdd(ctx, d.keys.Dispatched(), marks...).Err(); err != nil {
 		// Only a hint is lost: the reconciler may re-drive these tasks
@@ -316,6 +333,30 @@ func (d *Dispatcher) handOff(ctx context.Context, hs []*handOff) error {
 		d.logger.Warn("mark dispatched failed", "tasks", len(marks), "err", err)
 	}
 	return nil
+}
+
+// pauseMemo answers, for one batch, whether a type is paused, reading each
+// type once.
+type pauseMemo struct {
+	d     *Dispatcher
+	types map[string]bool
+}
+
+func (d *Dispatcher) pauses() *pauseMemo { return &pauseMemo{d: d, types: map[string]bool{}} }
+
+// held reports whether a task of taskType is held back by a pause, and
+// counts it: it stays READY and undispatched, and resuming the type
+// re-indexes it.
+func (m *pauseMemo) held(ctx context.Context, taskType string) bool {
+	p, known := m.types[taskType]
+	if !known {
+		p = m.d.paused(ctx, taskType)
+		m.types[taskType] = p
+	}
+	if p {
+		metrics.DispatchSkipped.WithLabelValues("paused").Inc()
+	}
+	return p
 }
 
 // paused reports whether a type is paused: "running" is believed from a

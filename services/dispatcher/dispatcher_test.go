@@ -32,7 +32,7 @@ func TestReadyEventsRoutedToTheDispatcherAreDispatched(t *testing.T) {
 	d := dispatcher.New(dispatcher.Config{Heartbeat: time.Second}, st, rdb, k, conn, clock.System{}, logger)
 	done := make(chan error, 2)
 	go func() { done <- d.Run(ctx) }()
-	go func() { done <- outbox.New(outbox.Config{}, st, conn.JS, logger).Run(ctx) }()
+	go func() { done <- outbox.New(outbox.Config{}, st, conn, logger).Run(ctx) }()
 	select {
 	case <-d.Ready():
 	case err := <-done:

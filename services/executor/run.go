@@ -80,14 +80,54 @@ func (e *Executor) newRun(p *pool, h *head) *run {
 		lockVal:    e.cfg.Node + ":" + strconv.Itoa(next),
 		pool:       p,
 	}
-	r.deadline = time.Duration(d.TimeoutMs) * time.Millisecond
+	r.setDeadline(time.Duration(d.TimeoutMs)*time.Millisecond, e.cfg.LockTTL)
+	return r
+}
+
+// setDeadline sets how long the attempt may run (the pool's timeout when
+// the task names none) and the lease that covers it.
+func (r *run) setDeadline(timeout, minTTL time.Duration) {
+	r.deadline = timeout
 	if r.deadline <= 0 {
-		r.deadline = p.spec.Timeout
+		r.deadline = r.pool.spec.Timeout
 	}
 	// The lease is never shorter than the run may take, so even a renewal
 	// lost to a Redis hiccup cannot hand a healthy run to someone else.
-	r.lockTTL = max(e.cfg.LockTTL, r.deadline+AbandonGrace)
-	return r
+	r.lockTTL = max(minTTL, r.deadline+AbandonGrace)
+}
+
+// claimed takes what the attempt runs with from the row its claim locked:
+// a lean dispatch (TaskDispatched.Load) carries none of it, and for a full
+// one the row is the fresher copy. It reports whether the lease taken
+// before the claim, sized by the message (a lean one: by the pool's
+// timeout), must be resized to the task's own timeout.
+func (e *Executor) claimed(r *run, f *store.RunFields) (resize bool) {
+	if f == nil {
+		return false
+	}
+	r.task.Payload = f.Payload
+	r.retryCount, r.maxRetries = f.RetryCount, f.MaxRetries
+	before := r.lockTTL
+	r.setDeadline(time.Duration(f.TimeoutMs)*time.Millisecond, e.cfg.LockTTL)
+	return r.lockTTL != before
+}
+
+// resizeLeases sets the leases of runs to their own length at once (one
+// pipeline), so that a task whose executor dies is taken back when its own
+// lease says, not the pool's. Only tasks whose timeout differs from their
+// type's need it. A failure is logged: the watchdog's next renewal, every
+// RenewInterval, sets the same length.
+func (e *Executor) resizeLeases(ctx context.Context, runs []*run) {
+	if len(runs) == 0 {
+		return
+	}
+	pipe := e.rdb.Pipeline()
+	for _, r := range runs {
+		renewScript.Eval(ctx, pipe, []string{r.lockKey}, r.lockVal, r.lockTTL.Milliseconds())
+	}
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		e.logger.Warn("resize leases; the next renewal does it", "tasks", len(runs), "err", err)
+	}
 }
 
 // claimParams is the fenced READY -> RUNNING transfer of a claim.
@@ -148,11 +188,14 @@ func (e *Executor) takeBatch(ctx context.Context, p *pool, hs []*head) {
 		}
 	}
 	won := make([]bool, len(hs))
-	var lost []*run
+	var lost, resize []*run
 	for k, i := range held {
 		switch err := out[k].Err; {
 		case err == nil:
 			won[i] = true
+			if e.claimed(runs[i], out[k].Results[0].Run) {
+				resize = append(resize, runs[i])
+			}
 		case errors.Is(err, store.ErrConflict) || errors.Is(err, store.ErrNotFound):
 			lost = append(lost, runs[i])
 		default:
@@ -161,6 +204,7 @@ func (e *Executor) takeBatch(ctx context.Context, p *pool, hs []*head) {
 		}
 	}
 	e.releaseLocks(lost)
+	e.resizeLeases(ctx, resize)
 	for i, h := range hs {
 		if !won[i] {
 			<-p.slots
@@ -216,7 +260,7 @@ func (e *Executor) claim(ctx context.Context, p *pool, h *head) (*run, error) {
 		metrics.ExecutorClaimsLost.WithLabelValues(d.Type).Inc()
 		return nil, nil
 	}
-	_, err = e.store.Transfer(ctx, e.claimParams(d))
+	res, err := e.store.Transfer(ctx, e.claimParams(d))
 	if err != nil {
 		e.releaseLocks([]*run{r})
 		e.releaseLimit(r)
@@ -225,6 +269,9 @@ func (e *Executor) claim(ctx context.Context, p *pool, h *head) (*run, error) {
 			return nil, nil
 		}
 		return nil, err
+	}
+	if e.claimed(r, res.Run) {
+		e.resizeLeases(ctx, []*run{r})
 	}
 	return r, nil
 }

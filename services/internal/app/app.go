@@ -261,7 +261,11 @@ func Run(ctx context.Context, cfg Config, services []Service, logger *slog.Logge
 	defer stopInfra()
 	infra, infraCtx := errgroup.WithContext(infraCtx)
 	infra.Go(func() error { return srv.Run(infraCtx) })
-	infra.Go(func() error { return outbox.New(cfg.Relay, st, conn.JS, logger).Run(infraCtx) })
+	relayCfg := cfg.Relay
+	if relayCfg.Holder == "" {
+		relayCfg.Holder = outbox.HolderName(cfg.Node)
+	}
+	infra.Go(func() error { return outbox.New(relayCfg, st, conn, logger).Run(infraCtx) })
 	infra.Go(func() error { return clk.Run(infraCtx, time.Second) })
 
 	svcParent, stopServices := context.WithCancel(ctx)

@@ -185,6 +185,42 @@ func TestHandlersThatHangOrPanic(t *testing.T) {
 	require.Contains(t, h[2].Reason, "goroutine", "the stack is in the reason")
 }
 
+// TestLeanDispatchRunsWithTheTasksOwnSettings: a task due at once reaches
+// its executor as a lean dispatch (no payload, no timeout in the message);
+// the handler still sees the submitted payload and the task's own timeout,
+// read by the claim from the task row.
+func TestLeanDispatchRunsWithTheTasksOwnSettings(t *testing.T) {
+	_, k := testenv.Redis(t)
+	type seen struct {
+		payload string
+		budget  time.Duration
+	}
+	got := make(chan seen, 1)
+	sys := startSystem(t, "127.0.0.1:6379", k.Prefix, func(c *app.Config) {
+		c.Types = append(c.Types, executor.TypeSpec{Name: "test.lean", Timeout: time.Minute,
+			Handler: executor.HandlerFunc(func(ctx context.Context, task *executor.Task) error {
+				deadline, _ := ctx.Deadline()
+				got <- seen{payload: string(task.Payload), budget: time.Until(deadline)}
+				return nil
+			})})
+	})
+	leanBefore := testutil.ToFloat64(metrics.DispatchedLean.WithLabelValues("test.lean"))
+	task, err := sys.api.Submit(context.Background(), contracts.SubmitRequest{Type: "test.lean",
+		Payload: json.RawMessage(`{"order":42}`), Timeout: "3s"})
+	require.NoError(t, err)
+	var s seen
+	select {
+	case s = <-got:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the handler never ran")
+	}
+	waitStatus(t, sys.api, task.ID, contracts.StatusSuccess, 20*time.Second)
+	require.JSONEq(t, `{"order":42}`, s.payload, "the payload comes from the row")
+	require.Greater(t, s.budget, time.Second)
+	require.LessOrEqual(t, s.budget, 3*time.Second, "the task's own 3 s timeout, not the type's minute")
+	require.Equal(t, 1.0, testutil.ToFloat64(metrics.DispatchedLean.WithLabelValues("test.lean"))-leanBefore, "it went out as a lean dispatch")
+}
+
 // TestBurstOverFullPoolLosesAndFailsNothing submits 20x the type's pool
 // (its cluster-wide limit): tasks that find the pool full are handed back
 // as RETRYING without using a retry, and every task completes.

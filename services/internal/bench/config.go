@@ -70,8 +70,9 @@ type Config struct {
 	MySQLDSN string
 	// RedisAddr is the Redis local mode runs ax against.
 	RedisAddr string
-	// CPUProfileDir, when set, makes the ax children of the throughput run
-	// write CPU profiles there (local mode).
+	// CPUProfileDir, when set, makes the ax children of every measured run
+	// (not the throughput process-only run) write CPU profiles there
+	// (local mode).
 	CPUProfileDir string
 
 	// API is the submitter of a running deployment (remote mode); NATSURL

@@ -74,11 +74,11 @@ func runWorkload(ctx context.Context, cfg *Config, w string, rep int) ([]Metric,
 		proc, perr := withRun(ctx, cfg, label+"-process", false, (*run).throughputProcess)
 		return mergeProcess(e2e, proc), errors.Join(err, perr)
 	case Latency:
-		return withRun(ctx, cfg, label, false, (*run).latency)
+		return withRun(ctx, cfg, label, cfg.CPUProfileDir != "", (*run).latency)
 	case Delayed:
-		return withRun(ctx, cfg, label, false, (*run).delayed)
+		return withRun(ctx, cfg, label, cfg.CPUProfileDir != "", (*run).delayed)
 	case Retry:
-		return withRun(ctx, cfg, label, false, (*run).retry)
+		return withRun(ctx, cfg, label, cfg.CPUProfileDir != "", (*run).retry)
 	}
 	return nil, fmt.Errorf("unknown workload %q", w)
 }

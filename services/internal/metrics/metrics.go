@@ -59,6 +59,11 @@ var (
 	Dispatched = promauto.NewCounterVec(prometheus.CounterOpts{
 		Name: "ax_dispatcher_dispatched_total", Help: "Tasks published to executor subjects.",
 	}, []string{"type"})
+	// DispatchedLean counts the dispatches among them that went out lean,
+	// straight from a READY event (events.TaskDispatched.Load), by type.
+	DispatchedLean = promauto.NewCounterVec(prometheus.CounterOpts{
+		Name: "ax_dispatcher_lean_total", Help: "Tasks dispatched straight from their READY event, without reading the task row.",
+	}, []string{"type"})
 	// DispatchSkipped counts due commands dropped after the MySQL re-check.
 	DispatchSkipped = promauto.NewCounterVec(prometheus.CounterOpts{
 		Name: "ax_dispatcher_skipped_total", Help: "Due commands dropped after re-checking MySQL.",

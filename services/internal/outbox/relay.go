@@ -1,32 +1,42 @@
 // Package outbox moves committed events from MySQL to JetStream.
 //
 // Two sources: task transfers are published from task_history itself
-// (store.RelayHistory: a cursor over the rows' IDs, gap-safe, advanced in
-// the same transaction that read them once JetStream acknowledged every
-// event), and the few other events (task type changes) from the outbox
-// table (store.RelayOutbox: FOR UPDATE SKIP LOCKED, deleted once
-// acknowledged). Either way nothing is published that did not commit, and a
-// relay killed after publishing but before committing publishes the same
-// events again, which JetStream drops as duplicates because the event ID is
-// the Nats-Msg-Id. Any number of relays (one per process that writes
-// transfers) can run: none holds a lock across a pass on the history cursor
-// (a stalled relay must not stop the others; two at once may publish the
-// same events, which JetStream keeps once), and they share outbox rows
-// through SKIP LOCKED.
+// (store.RelayHistory: a cursor over the rows' IDs, gap-safe), and the few
+// other events (task type changes) from the outbox table (store.RelayOutbox:
+// FOR UPDATE SKIP LOCKED, deleted once acknowledged). Either way nothing is
+// published that did not commit, and events published again after a crash
+// are dropped by JetStream as duplicates, because the event ID is the
+// Nats-Msg-Id.
 //
-// Speed: the store signals the relay after every commit that wrote history
-// or outbox rows, so the relay works at once instead of on a poll interval;
-// the poll interval only catches rows written by other processes. A pass
+// Every process that writes transfers runs a relay; one of them at a time,
+// the holder of a time-bounded lease on the history cursor (a row value on
+// the MySQL clock, never a held lock), walks task_history. The holder keeps
+// the cursor in memory, so a pass is one read and one publish, and stores
+// it when it renews the lease (every third of LeaseTTL) and when it stops.
+// A holder that stops without releasing (killed, frozen) holds events back
+// until its lease lapses; a standby then takes over from the stored cursor,
+// publishing again what the holder had not stored yet. Outbox rows are
+// shared by every relay through SKIP LOCKED.
+//
+// Speed: the store signals its relay after every commit that wrote history
+// or outbox rows, so the relay works at once instead of on a poll interval.
+// A standby passes the signal on to the holder over core NATS
+// (events.SubjectRelayWake), so transfers written in any process are
+// published at once too; the poll interval is only the safety net. A pass
 // that a hole holds back looks again every 10 ms.
 package outbox
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"log/slog"
+	"os"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nats.go"
 
+	"github.com/axsched/ax/events"
 	"github.com/axsched/ax/services/internal/bus"
 	"github.com/axsched/ax/services/internal/metrics"
 	"github.com/axsched/ax/services/internal/store"
@@ -36,6 +46,7 @@ import (
 const (
 	BatchDefault        = 1000
 	PollIntervalDefault = 250 * time.Millisecond
+	LeaseTTLDefault     = 3 * time.Second
 	// heldRetry is how soon a pass held back by a hole in the history IDs
 	// looks again.
 	heldRetry = 10 * time.Millisecond
@@ -51,32 +62,83 @@ type Config struct {
 	// behind it before it is taken for a rolled-back transaction
 	// (store.HistoryGaps).
 	GapGrace time.Duration
+	// LeaseTTL is how long the history lease lasts without renewal: how
+	// long a holder that died without releasing it holds events back.
+	LeaseTTL time.Duration
+	// Holder names this relay in the lease; unique per process (default:
+	// HolderName of the host name).
+	Holder string
 }
 
 // Relay publishes outbox rows.
 type Relay struct {
 	cfg    Config
 	store  *store.Store
-	js     jetstream.JetStream
+	conn   *bus.Conn
 	logger *slog.Logger
 	gaps   *store.HistoryGaps
+	// remote carries wake signals from the other processes' relays.
+	remote chan struct{}
+
+	// The lease, owned by the goroutine that runs passes.
+	held bool
+	// cursor is where the history walk is; stored at every renewal.
+	cursor int64
+	// renewAt is when the lease is renewed next; validUntil is when, on
+	// this process's clock, it may have lapsed (it is taken to be lost
+	// then, whatever MySQL says later).
+	renewAt, validUntil time.Time
+	// nextTake is when a standby tries to take the lease again.
+	nextTake time.Time
 }
 
 // New builds a relay.
-func New(cfg Config, st *store.Store, js jetstream.JetStream, logger *slog.Logger) *Relay {
+func New(cfg Config, st *store.Store, conn *bus.Conn, logger *slog.Logger) *Relay {
 	if cfg.Batch <= 0 {
 		cfg.Batch = BatchDefault
 	}
 	if cfg.PollInterval <= 0 {
 		cfg.PollInterval = PollIntervalDefault
 	}
-	return &Relay{cfg: cfg, store: st, js: js, logger: logger.With("component", "outbox_relay"),
-		gaps: store.NewHistoryGaps(cfg.GapGrace, 0)}
+	if cfg.LeaseTTL <= 0 {
+		cfg.LeaseTTL = LeaseTTLDefault
+	}
+	if cfg.Holder == "" {
+		host, _ := os.Hostname()
+		cfg.Holder = HolderName(host)
+	}
+	return &Relay{cfg: cfg, store: st, conn: conn, logger: logger.With("component", "outbox_relay", "holder", cfg.Holder),
+		gaps: store.NewHistoryGaps(cfg.GapGrace, 0), remote: make(chan struct{}, 1)}
 }
 
+// HolderName names a relay for the lease: node plus a random suffix, so
+// a restarted process (or two that share a node name) is never mistaken
+// for the holder that went before it.
+func HolderName(node string) string {
+	b := make([]byte, 4)
+	_, _ = rand.Read(b)
+	return node + "/" + hex.EncodeToString(b)
+}
+
+// Holds reports whether this relay held the history lease at its last pass.
+func (r *Relay) Holds() bool { return r.held }
+
 // Run relays until ctx ends, then makes a last bounded pass so events of the
-// final transfers are not left waiting for the next start.
+// final transfers are not left waiting for the next start, and releases
+// the lease.
 func (r *Relay) Run(ctx context.Context) error {
+	sub, err := r.conn.NC.Subscribe(events.SubjectRelayWake, func(*nats.Msg) {
+		select {
+		case r.remote <- struct{}{}:
+		default:
+		}
+	})
+	if err != nil {
+		// Not fatal: the poll interval still finds other processes' rows.
+		r.logger.Warn("cannot listen for relay wake-ups", "err", err)
+	} else {
+		defer func() { _ = sub.Unsubscribe() }()
+	}
 	ticker := time.NewTicker(r.cfg.PollInterval)
 	defer ticker.Stop()
 	backoff := 100 * time.Millisecond
@@ -110,22 +172,42 @@ func (r *Relay) Run(ctx context.Context) error {
 		if held {
 			retry = time.After(heldRetry)
 		}
-		select {
-		case <-ctx.Done():
-			r.drain()
-			return nil
-		case <-r.store.Wake():
-			outbox = r.store.OutboxWritten()
-		case <-retry:
-		case <-ticker.C:
-			outbox = true
+		for waiting := true; waiting; {
+			select {
+			case <-ctx.Done():
+				r.drain()
+				return nil
+			case <-r.store.Wake():
+				outbox = r.store.OutboxWritten()
+				if !r.held {
+					r.wakeHolder()
+				}
+				waiting = false
+			case <-r.remote:
+				// Another process wrote history: only the holder cares.
+				waiting = !r.held
+			case <-retry:
+				waiting = false
+			case <-ticker.C:
+				outbox = true
+				waiting = false
+			}
 		}
+	}
+}
+
+// wakeHolder tells the relay holding the lease, in whatever process, that
+// history rows were committed here.
+func (r *Relay) wakeHolder() {
+	if err := r.conn.NC.Publish(events.SubjectRelayWake, nil); err != nil {
+		r.logger.Debug("wake the relay holding the lease", "err", err)
 	}
 }
 
 func (r *Relay) drain() {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
+	defer r.release(ctx)
 	for {
 		n, held, err := r.pass(ctx, true)
 		if err != nil {
@@ -141,35 +223,105 @@ func (r *Relay) drain() {
 	}
 }
 
-// RunOnce relays at most one batch of history events and one of outbox rows
-// and returns how many events it published.
+// release stores the cursor and frees the lease for the next relay.
+func (r *Relay) release(ctx context.Context) {
+	if !r.held {
+		return
+	}
+	r.held = false
+	if err := r.store.ReleaseRelayLease(ctx, r.cfg.Holder, r.cursor); err != nil {
+		r.logger.Warn("release relay lease; it lapses by itself", "err", err)
+	}
+}
+
+// RunOnce relays at most one batch of history events (when it holds or
+// can take the lease) and one of outbox rows, stores the cursor, and
+// returns how many events it published.
 func (r *Relay) RunOnce(ctx context.Context) (int, error) {
+	r.renewAt, r.nextTake = time.Time{}, time.Time{} // look now
 	n, _, err := r.pass(ctx, true)
+	if err != nil || !r.held {
+		return n, err
+	}
+	r.renewAt = time.Time{}
+	_, err = r.lease(ctx)
 	return n, err
 }
 
-// pass relays one batch of history events and, when asked, one of outbox
-// rows; held reports a hole in the history IDs holding rows back. n is the
-// larger of the two batches, so a full one makes the caller go again.
+// lease keeps the history lease: takes it when free (at most every third
+// of LeaseTTL), renews it and stores the cursor every third of LeaseTTL,
+// and reports whether this relay may walk the history now.
+func (r *Relay) lease(ctx context.Context) (bool, error) {
+	now := time.Now()
+	ttl := r.cfg.LeaseTTL
+	if r.held {
+		if now.Before(r.renewAt) && now.Before(r.validUntil) {
+			return true, nil
+		}
+		ok, err := r.store.RenewRelayLease(ctx, r.cfg.Holder, ttl, r.cursor)
+		switch {
+		case err != nil:
+			if time.Now().After(r.validUntil) {
+				r.held = false
+				r.logger.Warn("relay lease may have lapsed; standing by", "err", err)
+			}
+			return false, err
+		case !ok:
+			r.held = false
+			r.nextTake = now.Add(ttl / 3)
+			r.logger.Info("relay lease taken over by another relay; standing by")
+			return false, nil
+		}
+		r.renewAt, r.validUntil = now.Add(ttl/3), now.Add(ttl-ttl/10)
+		return true, nil
+	}
+	if now.Before(r.nextTake) {
+		return false, nil
+	}
+	r.nextTake = now.Add(ttl / 3)
+	cursor, ok, err := r.store.TakeRelayLease(ctx, r.cfg.Holder, ttl)
+	if err != nil || !ok {
+		return false, err
+	}
+	// The stored cursor may be behind where this relay got before it lost
+	// the lease, or ahead (another holder went on); either way every row
+	// up to the larger one has been published.
+	r.held, r.cursor = true, max(r.cursor, cursor)
+	r.renewAt, r.validUntil = now.Add(ttl/3), now.Add(ttl-ttl/10)
+	r.logger.Info("relay lease taken", "cursor", r.cursor)
+	return true, nil
+}
+
+// pass relays one batch of history events (when this relay holds the
+// lease) and, when asked, one of outbox rows; held reports a hole in the
+// history IDs holding rows back. n is the larger of the two batches, so a
+// full one makes the caller go again.
 func (r *Relay) pass(ctx context.Context, outbox bool) (n int, held bool, err error) {
-	res, err := r.store.RelayHistory(ctx, r.cfg.Batch, r.gaps, r.publish)
+	mine, err := r.lease(ctx)
 	if err != nil {
 		return 0, false, err
 	}
-	metrics.OutboxRelayed.Add(float64(res.Relayed))
-	n = res.Relayed
-	if res.Full && !res.Held {
-		n = r.cfg.Batch
+	if mine {
+		res, err := r.store.RelayHistory(ctx, r.cursor, r.cfg.Batch, r.gaps, r.publish)
+		if err != nil {
+			return 0, false, err
+		}
+		r.cursor = res.Next
+		metrics.OutboxRelayed.Add(float64(res.Relayed))
+		n, held = res.Relayed, res.Held
+		if res.Full && !res.Held {
+			n = r.cfg.Batch
+		}
 	}
 	if outbox {
 		m, err := r.store.RelayOutbox(ctx, r.cfg.Batch, r.publish)
 		metrics.OutboxRelayed.Add(float64(m))
 		if err != nil {
-			return n, res.Held, err
+			return n, held, err
 		}
 		n = max(n, m)
 	}
-	return n, res.Held, nil
+	return n, held, nil
 }
 
 func (r *Relay) publish(ctx context.Context, rows []store.OutboxRow) error {
@@ -182,5 +334,5 @@ func (r *Relay) publish(ctx context.Context, rows []store.OutboxRow) error {
 	}
 	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	return bus.PublishBatch(pctx, r.js, msgs)
+	return bus.PublishBatch(pctx, r.conn.JS, msgs)
 }

@@ -122,7 +122,7 @@ func TestConcurrentProducersLoseNoEvent(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var relays sync.WaitGroup
 	for range 2 {
-		r := outbox.New(outbox.Config{Batch: 200, GapGrace: 50 * time.Millisecond}, st, conn.JS, logger)
+		r := outbox.New(outbox.Config{Batch: 200, GapGrace: 50 * time.Millisecond}, st, conn, logger)
 		relays.Go(func() { _ = r.Run(ctx) })
 	}
 
@@ -175,15 +175,17 @@ func TestRelayCrashRedeliversWithoutDuplicates(t *testing.T) {
 	crash := errors.New("relay killed")
 
 	gaps := store.NewHistoryGaps(0, 0)
+	cursor, err := st.RelayCursor(ctx)
+	require.NoError(t, err)
 	// Killed between reading and publishing.
-	_, err := st.RelayHistory(ctx, 1000, gaps, func(context.Context, []store.OutboxRow) error { return crash })
+	_, err = st.RelayHistory(ctx, cursor, 1000, gaps, func(context.Context, []store.OutboxRow) error { return crash })
 	require.ErrorIs(t, err, crash)
 	require.EqualValues(t, 100, backlog(t, st))
 	require.Empty(t, streamEventIDs(t, conn.JS))
 
 	// Killed after publishing half of a batch, then after publishing all.
 	for _, part := range []int{50, 100} {
-		_, err = st.RelayHistory(ctx, 1000, gaps, func(ctx context.Context, rows []store.OutboxRow) error {
+		_, err = st.RelayHistory(ctx, cursor, 1000, gaps, func(ctx context.Context, rows []store.OutboxRow) error {
 			msgs := make([]bus.Msg, 0, part)
 			for _, r := range rows[:part] {
 				msgs = append(msgs, bus.Msg{Subject: r.Subject, ID: r.EventID, Data: r.Payload})
@@ -195,7 +197,7 @@ func TestRelayCrashRedeliversWithoutDuplicates(t *testing.T) {
 		require.EqualValues(t, 100, backlog(t, st), "the cursor does not move in a crashed pass")
 	}
 
-	r := outbox.New(outbox.Config{}, st, conn.JS, testenv.Logger(t))
+	r := outbox.New(outbox.Config{}, st, conn, testenv.Logger(t))
 	n, err := r.RunOnce(ctx)
 	require.NoError(t, err)
 	require.Equal(t, 100, n)
@@ -259,7 +261,7 @@ func TestOpenTransactionHoldsTheRowsBehindIt(t *testing.T) {
 	st, _ := testenv.Store(t)
 	conn := testenv.NATS(t)
 	ctx := context.Background()
-	r := outbox.New(outbox.Config{GapGrace: time.Minute}, st, conn.JS, testenv.Logger(t))
+	r := outbox.New(outbox.Config{GapGrace: time.Minute}, st, conn, testenv.Logger(t))
 
 	tx, err := st.DB().BeginTx(ctx, nil)
 	require.NoError(t, err)
@@ -284,49 +286,106 @@ func TestOpenTransactionHoldsTheRowsBehindIt(t *testing.T) {
 	require.Equal(t, []string{firstTask, secondTask}, streamOrder(t, conn.JS))
 }
 
-// TestAStalledRelayHoldsNobody: a relay stopped in the middle of a pass
-// (its process paused after reading, before publishing) must not stop
-// another relay; when it resumes, its late publish is absorbed and the
-// cursor does not go back.
-func TestAStalledRelayHoldsNobody(t *testing.T) {
+// TestAStoppedHolderHoldsEventsOnlyUntilItsLeaseLapses: one relay at a
+// time walks the history. A holder that stops (killed, frozen) without
+// releasing its lease holds events back only until the lease lapses; a
+// standby then takes over from the stored cursor, and when the old holder
+// comes back it is fenced: it neither publishes nor moves the cursor.
+func TestAStoppedHolderHoldsEventsOnlyUntilItsLeaseLapses(t *testing.T) {
 	st, _ := testenv.Store(t)
 	conn := testenv.NATS(t)
 	ctx := context.Background()
+	cfg := outbox.Config{LeaseTTL: 600 * time.Millisecond}
+	first := outbox.New(withHolder(cfg, "first"), st, conn, testenv.Logger(t))
+	second := outbox.New(withHolder(cfg, "second"), st, conn, testenv.Logger(t))
 	for range 10 {
 		create(t, st)
 	}
-	stalled, resume := make(chan struct{}), make(chan struct{})
-	done := make(chan error, 1)
-	go func() {
-		_, err := st.RelayHistory(ctx, 1000, store.NewHistoryGaps(0, 0), func(ctx context.Context, rows []store.OutboxRow) error {
-			close(stalled)
-			<-resume
-			msgs := make([]bus.Msg, 0, len(rows))
-			for _, r := range rows {
-				msgs = append(msgs, bus.Msg{Subject: r.Subject, ID: r.EventID, Data: r.Payload})
-			}
-			return bus.PublishBatch(ctx, conn.JS, msgs)
-		})
-		done <- err
-	}()
-	<-stalled
+	n, err := first.RunOnce(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 10, n)
+	require.Equal(t, "first", leaseHolder(t, st))
+
+	// first stops here, holding the lease.
 	for range 5 {
 		create(t, st)
 	}
-	other := outbox.New(outbox.Config{}, st, conn.JS, testenv.Logger(t))
-	n, err := other.RunOnce(ctx)
+	n, err = second.RunOnce(ctx)
 	require.NoError(t, err)
-	require.Equal(t, 15, n, "the other relay publishes everything while the first is stalled")
+	require.Zero(t, n, "a standby does not walk the history while the lease is held")
+	lapsed := time.Now().Add(cfg.LeaseTTL)
+	testenv.Eventually(t, 10*time.Second, "the standby takes over once the lease lapses", func() bool {
+		n, err := second.RunOnce(ctx)
+		require.NoError(t, err)
+		return n == 5
+	})
+	require.False(t, time.Now().Before(lapsed), "not before the lease lapsed")
+	require.Equal(t, "second", leaseHolder(t, st))
 	require.Zero(t, backlog(t, st))
 
-	close(resume)
-	require.NoError(t, <-done)
-	require.Zero(t, backlog(t, st), "the stalled relay's cursor move does not go back")
+	// first comes back: fenced off.
+	create(t, st)
+	n, err = first.RunOnce(ctx)
+	require.NoError(t, err)
+	require.Zero(t, n, "the old holder finds the lease taken and stands by")
+	require.EqualValues(t, 1, backlog(t, st), "and does not move the cursor")
+	n, err = second.RunOnce(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+
 	got := streamEventIDs(t, conn.JS)
-	require.Len(t, got, 15)
+	require.Len(t, got, 16)
 	for id, c := range got {
 		require.Equal(t, 1, c, "event %s stored %d times", id, c)
 	}
+}
+
+// TestStandbyWakesTheHolder: transfers committed in a process whose relay
+// is on standby are published at once by the holder in another process,
+// woken over NATS, not on its next poll.
+func TestStandbyWakesTheHolder(t *testing.T) {
+	st, dsn := testenv.Store(t)
+	conn := testenv.NATS(t)
+	other, err := store.Open(context.Background(), dsn, store.Options{Actor: "other"})
+	require.NoError(t, err)
+	t.Cleanup(func() { other.Close() })
+	otherConn, err := bus.Connect(context.Background(), conn.URL, "other")
+	require.NoError(t, err)
+	t.Cleanup(otherConn.Close)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	t.Cleanup(wg.Wait)
+	t.Cleanup(cancel)
+	slow := outbox.Config{PollInterval: time.Hour}
+	holder := outbox.New(withHolder(slow, "holder"), st, conn, testenv.Logger(t))
+	wg.Go(func() { _ = holder.Run(ctx) })
+	testenv.Eventually(t, 10*time.Second, "the first relay holds the lease", func() bool {
+		return leaseHolder(t, st) == "holder"
+	})
+	standby := outbox.New(withHolder(slow, "standby"), other, otherConn, testenv.Logger(t))
+	wg.Go(func() { _ = standby.Run(ctx) })
+	time.Sleep(100 * time.Millisecond) // both settled into waiting
+
+	for range 3 {
+		create(t, other)
+	}
+	testenv.Eventually(t, 5*time.Second, "the holder published the other process's events", func() bool {
+		return len(streamEventIDs(t, conn.JS)) == 3
+	})
+	require.Equal(t, "holder", leaseHolder(t, st))
+}
+
+func withHolder(cfg outbox.Config, holder string) outbox.Config {
+	cfg.Holder = holder
+	return cfg
+}
+
+func leaseHolder(t *testing.T, st *store.Store) string {
+	t.Helper()
+	var holder string
+	require.NoError(t, st.DB().QueryRow(`SELECT holder FROM event_relay WHERE name = 'task_history'`).Scan(&holder))
+	return holder
 }
 
 // TestRolledBackIDsArePassedAndLateRowsStillGoOut: a hole is held for the
@@ -336,7 +395,7 @@ func TestRolledBackIDsArePassedAndLateRowsStillGoOut(t *testing.T) {
 	st, _ := testenv.Store(t)
 	conn := testenv.NATS(t)
 	ctx := context.Background()
-	r := outbox.New(outbox.Config{GapGrace: 200 * time.Millisecond}, st, conn.JS, testenv.Logger(t))
+	r := outbox.New(outbox.Config{GapGrace: 200 * time.Millisecond}, st, conn, testenv.Logger(t))
 
 	before := insertHistory(ctx, t, st.DB(), 0)
 	rollbackHistory(t, st, 3) // IDs before+1 .. before+3 never commit
@@ -382,7 +441,7 @@ func TestRowsFromBeforeTheHistoryRelayArePassedOver(t *testing.T) {
 	st, _ := testenv.Store(t)
 	conn := testenv.NATS(t)
 	ctx := context.Background()
-	r := outbox.New(outbox.Config{}, st, conn.JS, testenv.Logger(t))
+	r := outbox.New(outbox.Config{}, st, conn, testenv.Logger(t))
 
 	first := insertHistory(ctx, t, st.DB(), 0)
 	legacy := insertHistory(ctx, t, st.DB(), 0)

@@ -148,6 +148,16 @@ func insertTaskRows(ctx context.Context, tx *sql.Tx, nts []NewTask, at time.Time
 	if err != nil {
 		return nil, fmt.Errorf("insert tasks: %w", err)
 	}
+	if !slices.ContainsFunc(nts, func(nt NewTask) bool { return nt.BizKey != nil }) {
+		// Only (task_type, biz_key) can be deduplicated, and a NULL biz_key
+		// never is; a primary key collision failed the insert above. So
+		// every row went in, and reading them back would only confirm it.
+		found := make(map[int64]bool, len(nts))
+		for _, nt := range nts {
+			found[nt.ID] = true
+		}
+		return found, nil
+	}
 	return insertedIDs(ctx, tx, nts)
 }
 

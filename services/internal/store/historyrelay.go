@@ -86,6 +86,9 @@ type historyEvent struct {
 type RelayResult struct {
 	// Relayed counts events handed to publish.
 	Relayed int
+	// Next is the cursor after the pass: every row up to it is published
+	// (or passed over).
+	Next int64
 	// Held is true when a hole younger than the grace holds rows back: the
 	// caller should look again shortly rather than wait to be woken.
 	Held bool
@@ -93,32 +96,19 @@ type RelayResult struct {
 	Full bool
 }
 
-// RelayHistory publishes the events of task_history rows past the relay
-// cursor, in ID order, then moves the cursor past them (a crash in between
-// publishes them again; JetStream drops the repeats by Nats-Msg-Id).
-//
-// No lock is held across a pass, on purpose: a relay whose process stops
-// mid-pass (a paused VM, SIGSTOP, a partition) keeps its connection and any
-// lock it held until MySQL notices, which can be hours, and a lock on the
-// cursor would stop every event of the cluster for that long. So every
-// statement stands alone: the cursor and the rows are plain reads, and the
-// cursor only moves forward (GREATEST), whichever relay gets there. Relays
-// that run at the same time may publish the same events; JetStream keeps
-// one. See HistoryGaps for how holes in the IDs are handled.
-func (s *Store) RelayHistory(ctx context.Context, limit int, gaps *HistoryGaps, publish func(context.Context, []OutboxRow) error) (RelayResult, error) {
+// RelayHistory publishes the events of task_history rows past cursor, in
+// ID order, and returns the cursor past them. It writes nothing: the relay
+// holding the lease keeps the cursor in memory and stores it when it
+// renews the lease (RenewRelayLease), so a pass costs one read. A relay
+// that dies before storing it leaves its successor to publish some events
+// again, which JetStream drops by Nats-Msg-Id. See HistoryGaps for how
+// holes in the IDs are handled.
+func (s *Store) RelayHistory(ctx context.Context, cursor int64, limit int, gaps *HistoryGaps, publish func(context.Context, []OutboxRow) error) (RelayResult, error) {
 	if gaps.step == 0 {
 		if err := s.db.QueryRowContext(ctx, `SELECT @@auto_increment_increment`).Scan(&gaps.step); err != nil {
 			return RelayResult{}, fmt.Errorf("read auto_increment_increment: %w", err)
 		}
 		gaps.step = max(gaps.step, 1)
-	}
-	var cursor int64
-	err := s.db.QueryRowContext(ctx, `SELECT last_id FROM event_relay WHERE name = ?`, historyCursor).Scan(&cursor)
-	if errors.Is(err, sql.ErrNoRows) {
-		return RelayResult{}, fmt.Errorf("event_relay has no %q row: run `ax migrate up`", historyCursor)
-	}
-	if err != nil {
-		return RelayResult{}, fmt.Errorf("read relay cursor: %w", err)
 	}
 	rows, err := readHistory(ctx, s.db, `WHERE id > ? ORDER BY id LIMIT ?`, cursor, limit)
 	if err != nil {
@@ -129,7 +119,7 @@ func (s *Store) RelayHistory(ctx context.Context, limit int, gaps *HistoryGaps, 
 		return RelayResult{}, err
 	}
 	take, next, held := gaps.advance(cursor, rows)
-	res := RelayResult{Held: held, Full: len(rows) >= limit}
+	res := RelayResult{Held: held, Full: len(rows) >= limit, Next: cursor}
 	batch := make([]OutboxRow, 0, len(late)+len(take))
 	for _, h := range append(late, take...) {
 		if h.taskType == "" {
@@ -146,14 +136,82 @@ func (s *Store) RelayHistory(ctx context.Context, limit int, gaps *HistoryGaps, 
 			return RelayResult{}, fmt.Errorf("publish %d history events: %w", len(batch), err)
 		}
 	}
-	if next != cursor {
-		if _, err := s.db.ExecContext(ctx, `UPDATE event_relay SET last_id = GREATEST(last_id, ?) WHERE name = ?`,
-			next, historyCursor); err != nil {
-			return RelayResult{}, fmt.Errorf("move relay cursor: %w", err)
-		}
-	}
-	res.Relayed = len(batch)
+	res.Relayed, res.Next = len(batch), next
 	return res, nil
+}
+
+// The history relay's lease. One relay at a time walks task_history: the
+// one whose name is in event_relay.holder with lease_until ahead on the
+// MySQL clock. The lease is a value, never a held lock (a relay stopped
+// mid-pass, by a paused VM or SIGSTOP, keeps its connection and any lock
+// for as long as MySQL takes to notice, which can be hours): a stopped
+// holder stops events only until its lease lapses. Every statement is
+// fenced by holder, so a relay that lost the lease can neither renew it
+// nor move the cursor. lease_seq changes on every take and renewal so a
+// matched row always counts as affected.
+
+// RelayCursor reads the stored history cursor.
+func (s *Store) RelayCursor(ctx context.Context) (int64, error) {
+	var cursor int64
+	err := s.db.QueryRowContext(ctx, `SELECT last_id FROM event_relay WHERE name = ?`, historyCursor).Scan(&cursor)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, fmt.Errorf("event_relay has no %q row: run `ax migrate up`", historyCursor)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("read relay cursor: %w", err)
+	}
+	return cursor, nil
+}
+
+// TakeRelayLease takes the lease for holder for ttl if it is free, lapsed
+// or already holder's, and returns the stored cursor; ok is false while
+// another relay holds it.
+func (s *Store) TakeRelayLease(ctx context.Context, holder string, ttl time.Duration) (cursor int64, ok bool, err error) {
+	res, err := s.db.ExecContext(ctx, `UPDATE event_relay
+		SET holder = ?, lease_until = NOW(3) + INTERVAL ? MICROSECOND, lease_seq = lease_seq + 1
+		WHERE name = ? AND (holder = ? OR holder = '' OR lease_until IS NULL OR lease_until < NOW(3))`,
+		holder, ttl.Microseconds(), historyCursor, holder)
+	if err != nil {
+		return 0, false, fmt.Errorf("take relay lease: %w", err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return 0, false, fmt.Errorf("take relay lease: %w", err)
+	}
+	cursor, err = s.RelayCursor(ctx)
+	if err != nil || n == 0 {
+		return 0, false, err
+	}
+	return cursor, true, nil
+}
+
+// RenewRelayLease extends holder's lease by ttl and stores its cursor
+// (never moving it back); ok is false when the lease is another relay's
+// now, and nothing was written.
+func (s *Store) RenewRelayLease(ctx context.Context, holder string, ttl time.Duration, cursor int64) (ok bool, err error) {
+	res, err := s.db.ExecContext(ctx, `UPDATE event_relay
+		SET last_id = GREATEST(last_id, ?), lease_until = NOW(3) + INTERVAL ? MICROSECOND, lease_seq = lease_seq + 1
+		WHERE name = ? AND holder = ?`, cursor, ttl.Microseconds(), historyCursor, holder)
+	if err != nil {
+		return false, fmt.Errorf("renew relay lease: %w", err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return false, fmt.Errorf("renew relay lease: %w", err)
+	}
+	return n == 1, nil
+}
+
+// ReleaseRelayLease stores holder's cursor and frees the lease at once, so
+// another relay need not wait for it to lapse.
+func (s *Store) ReleaseRelayLease(ctx context.Context, holder string, cursor int64) error {
+	_, err := s.db.ExecContext(ctx, `UPDATE event_relay
+		SET last_id = GREATEST(last_id, ?), holder = '', lease_until = NULL, lease_seq = lease_seq + 1
+		WHERE name = ? AND holder = ?`, cursor, historyCursor, holder)
+	if err != nil {
+		return fmt.Errorf("release relay lease: %w", err)
+	}
+	return nil
 }
 
 // advance walks rows (ordered by ID, all > cursor) and returns those that

@@ -55,7 +55,9 @@ func relayAll(t *testing.T, st *store.Store) []store.OutboxRow {
 	t.Helper()
 	var got []store.OutboxRow
 	stop := errors.New("read only")
-	_, err := st.RelayHistory(context.Background(), 100000, store.NewHistoryGaps(time.Nanosecond, 0),
+	cursor, err := st.RelayCursor(context.Background())
+	require.NoError(t, err)
+	_, err = st.RelayHistory(context.Background(), cursor, 100000, store.NewHistoryGaps(time.Nanosecond, 0),
 		func(_ context.Context, rows []store.OutboxRow) error {
 			got = rows
 			return stop

@@ -65,6 +65,18 @@ type TransferResult struct {
 	Attempt       int
 	NextRunTimeMs int64
 	EventID       string
+	// Run is what an executor needs to run the task, set for claims
+	// (TransferParams.Claim): read by the same locking read that checks the
+	// row, so a lean dispatch costs no query of its own.
+	Run *RunFields
+}
+
+// RunFields are the task's columns an attempt runs with.
+type RunFields struct {
+	Payload    []byte
+	TimeoutMs  int64
+	RetryCount int
+	MaxRetries int
 }
 
 // Transfer is the one function that changes a task's state. In a single
@@ -213,6 +225,7 @@ type rowState struct {
 	attempt  int
 	next     int64
 	status   contracts.Status
+	run      *RunFields // only when the batch claims
 }
 
 // plannedStep is a winning step with the row it leaves behind.
@@ -222,7 +235,13 @@ type plannedStep struct {
 }
 
 func (s *Store) transferBatchTx(ctx context.Context, tx *sql.Tx, chains [][]TransferParams, ids []int64, out []ChainResult) error {
-	rows, err := lockRows(ctx, tx, ids)
+	claims := false
+	for _, steps := range chains {
+		for _, p := range steps {
+			claims = claims || p.Claim
+		}
+	}
+	rows, err := lockRows(ctx, tx, ids, claims)
 	if err != nil {
 		return err
 	}
@@ -303,6 +322,9 @@ func (s *Store) transferBatchTx(ctx context.Context, tx *sql.Tx, chains [][]Tran
 			out[i].Results[j] = &TransferResult{TaskID: ps.p.TaskID, Type: ps.after.taskType,
 				Priority: ps.after.priority, Attempt: ps.after.attempt, NextRunTimeMs: ps.after.next,
 				EventID: eventIDs[k]}
+			if ps.p.Claim {
+				out[i].Results[j].Run = ps.after.run
+			}
 			if ps.p.Also != nil {
 				if err := ps.p.Also(ctx, tx); err != nil {
 					return fmt.Errorf("transfer task %d: %w", ps.p.TaskID, err)
@@ -315,18 +337,23 @@ func (s *Store) transferBatchTx(ctx context.Context, tx *sql.Tx, chains [][]Tran
 }
 
 // lockRows reads and locks the rows of ids; ascending primary-key order
-// keeps concurrent batches from deadlocking on each other.
-func lockRows(ctx context.Context, tx *sql.Tx, ids []int64) (map[int64]rowState, error) {
+// keeps concurrent batches from deadlocking on each other. withRun also
+// reads what a claimed attempt runs with (RunFields).
+func lockRows(ctx context.Context, tx *sql.Tx, ids []int64, withRun bool) (map[int64]rowState, error) {
 	uniq := slices.Clone(ids)
 	slices.Sort(uniq)
 	uniq = slices.Compact(uniq)
 	rows := make(map[int64]rowState, len(uniq))
+	cols := "id, task_type, priority, attempt, next_run_time, status"
+	if withRun {
+		cols += ", payload, timeout_ms, retry_count, max_retry_count"
+	}
 	for chunk := range slices.Chunk(uniq, batchChunkRows) {
 		args := make([]any, len(chunk))
 		for i, id := range chunk {
 			args[i] = id
 		}
-		r, err := tx.QueryContext(ctx, `SELECT id, task_type, priority, attempt, next_run_time, status
+		r, err := tx.QueryContext(ctx, `SELECT `+cols+`
 			FROM tasks FORCE INDEX (PRIMARY) WHERE id IN (?`+strings.Repeat(", ?", len(chunk)-1)+`) ORDER BY id FOR UPDATE`, args...)
 		if err != nil {
 			return nil, fmt.Errorf("lock tasks for transfer: %w", err)
@@ -338,7 +365,12 @@ func lockRows(ctx context.Context, tx *sql.Tx, ids []int64) (map[int64]rowState,
 				prio   int
 				status string
 			)
-			if err := r.Scan(&id, &st.taskType, &prio, &st.attempt, &st.next, &status); err != nil {
+			dest := []any{&id, &st.taskType, &prio, &st.attempt, &st.next, &status}
+			if withRun {
+				st.run = &RunFields{}
+				dest = append(dest, &st.run.Payload, &st.run.TimeoutMs, &st.run.RetryCount, &st.run.MaxRetries)
+			}
+			if err := r.Scan(dest...); err != nil {
 				r.Close()
 				return nil, fmt.Errorf("lock tasks for transfer: %w", err)
 			}
