@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -164,39 +165,52 @@ func (l *local) migrate(ctx context.Context, dsn string) error {
 }
 
 // startAx starts `ax up`, or the five services, with the durable defaults
-// and the pool size asked for, and waits for every /readyz. It returns the
-// API address.
+// and the pool size asked for, one after the other, each waited for on its
+// /readyz. It returns the API address.
+//
+// A port from freePort is free only until it is closed: the services
+// already running open connections from the same ephemeral range, and one
+// of them may take it before the child binds it. A child that exits
+// because its address is in use is started again on another port.
 func (l *local) startAx(ctx context.Context, dsn, natsURL, label string, profile bool) (string, error) {
 	services := []string{"up"}
 	if l.cfg.Topology == TopologySplit {
 		services = splitServices
 	}
-	addrs := make([]string, len(services))
-	for i, svc := range services {
-		port, err := freePort()
-		if err != nil {
-			return "", err
+	var api string
+	for _, svc := range services {
+		for attempt := 1; ; attempt++ {
+			port, err := freePort()
+			if err != nil {
+				return "", err
+			}
+			addr := "127.0.0.1:" + strconv.Itoa(port)
+			args := []string{svc, "--http", addr, "--node", "bench-" + svc,
+				"--mysql-dsn", dsn, "--redis-addr", l.cfg.RedisAddr, "--redis-prefix", l.prefix,
+				"--nats-url", natsURL, "--concurrency", strconv.Itoa(l.cfg.Concurrency),
+				"--migrate=false", "--log-level", "warn"}
+			if profile {
+				args = append(args, "--cpuprofile", filepath.Join(l.cfg.CPUProfileDir, label+"-"+svc+".pprof"))
+			}
+			c, err := startChild("ax-"+svc, l.dir, l.cfg.AxBin, args...)
+			if err != nil {
+				return "", err
+			}
+			l.services = append(l.services, c)
+			err = c.waitReady(ctx, addr)
+			if err == nil {
+				if api == "" {
+					api = addr
+				}
+				break
+			}
+			if exited, _ := c.exited(); !exited || attempt == 3 || !strings.Contains(c.tail(), "address already in use") {
+				return "", err
+			}
+			l.logger.Info("port taken before the service bound it; starting it again", "service", svc, "addr", addr)
 		}
-		addrs[i] = "127.0.0.1:" + strconv.Itoa(port)
-		args := []string{svc, "--http", addrs[i], "--node", "bench-" + svc,
-			"--mysql-dsn", dsn, "--redis-addr", l.cfg.RedisAddr, "--redis-prefix", l.prefix,
-			"--nats-url", natsURL, "--concurrency", strconv.Itoa(l.cfg.Concurrency),
-			"--migrate=false", "--log-level", "warn"}
-		if profile {
-			args = append(args, "--cpuprofile", filepath.Join(l.cfg.CPUProfileDir, label+"-"+svc+".pprof"))
-		}
-		c, err := startChild("ax-"+svc, l.dir, l.cfg.AxBin, args...)
-		if err != nil {
-			return "", err
-		}
-		l.services = append(l.services, c)
 	}
-	for i, c := range l.services {
-		if err := c.waitReady(ctx, addrs[i]); err != nil {
-			return "", err
-		}
-	}
-	return addrs[0], nil
+	return api, nil
 }
 
 // stop stops ax (SIGTERM, all services at once), then NATS, then drops the
