@@ -68,6 +68,40 @@ func Migrate(ctx context.Context, dsn string) error {
 	return nil
 }
 
+// MigrateDownTo reverts applied migrations, newest first, until the schema
+// is at version (0: every table of ax is gone). Reverting a migration may
+// lose what only its schema holds (each .down.sql says what); stop the
+// services first. A version above the applied one is refused.
+func MigrateDownTo(ctx context.Context, dsn string, version uint) error {
+	m, closeFn, err := newMigrator(ctx, dsn)
+	if err != nil {
+		return err
+	}
+	defer closeFn()
+	current, dirty, err := m.Version()
+	if errors.Is(err, migrate.ErrNilVersion) {
+		return errors.New("migrate down: no migration is applied")
+	}
+	if err != nil {
+		return fmt.Errorf("migration version: %w", err)
+	}
+	if dirty {
+		return fmt.Errorf("migrate down: version %d is dirty (a migration failed half way); fix it by hand first", current)
+	}
+	if version > current {
+		return fmt.Errorf("migrate down: target version %d is above the applied version %d (use `ax migrate up`)", version, current)
+	}
+	if version == 0 {
+		err = m.Down()
+	} else {
+		err = m.Migrate(version)
+	}
+	if err != nil && !errors.Is(err, migrate.ErrNoChange) {
+		return fmt.Errorf("migrate down to %d: %w", version, err)
+	}
+	return nil
+}
+
 // Status reports the applied and the latest embedded migration versions.
 func Status(ctx context.Context, dsn string) (MigrationStatus, error) {
 	m, closeFn, err := newMigrator(ctx, dsn)
