@@ -120,9 +120,6 @@ func HolderName(node string) string {
 	return node + "/" + hex.EncodeToString(b)
 }
 
-// Holds reports whether this relay held the history lease at its last pass.
-func (r *Relay) Holds() bool { return r.held }
-
 // Run relays until ctx ends, then makes a last bounded pass so events of the
 // final transfers are not left waiting for the next start, and releases
 // the lease.
@@ -238,12 +235,12 @@ func (r *Relay) release(ctx context.Context) {
 // can take the lease) and one of outbox rows, stores the cursor, and
 // returns how many events it published.
 func (r *Relay) RunOnce(ctx context.Context) (int, error) {
-	r.renewAt, r.nextTake = time.Time{}, time.Time{} // look now
+	r.nextTake = time.Time{} // a standby tries for the lease now
 	n, _, err := r.pass(ctx, true)
 	if err != nil || !r.held {
 		return n, err
 	}
-	r.renewAt = time.Time{}
+	r.renewAt = time.Time{} // store the cursor now
 	_, err = r.lease(ctx)
 	return n, err
 }
@@ -272,7 +269,7 @@ func (r *Relay) lease(ctx context.Context) (bool, error) {
 			r.logger.Info("relay lease taken over by another relay; standing by")
 			return false, nil
 		}
-		r.renewAt, r.validUntil = now.Add(ttl/3), now.Add(ttl-ttl/10)
+		r.leased(now)
 		return true, nil
 	}
 	if now.Before(r.nextTake) {
@@ -287,9 +284,17 @@ func (r *Relay) lease(ctx context.Context) (bool, error) {
 	// the lease, or ahead (another holder went on); either way every row
 	// up to the larger one has been published.
 	r.held, r.cursor = true, max(r.cursor, cursor)
-	r.renewAt, r.validUntil = now.Add(ttl/3), now.Add(ttl-ttl/10)
+	r.leased(now)
 	r.logger.Info("relay lease taken", "cursor", r.cursor)
 	return true, nil
+}
+
+// leased records a take or renewal that started at now: renew again in a
+// third of the lease, and count it lost a tenth before MySQL would (the
+// two clocks may run at slightly different rates).
+func (r *Relay) leased(now time.Time) {
+	ttl := r.cfg.LeaseTTL
+	r.renewAt, r.validUntil = now.Add(ttl/3), now.Add(ttl-ttl/10)
 }
 
 // pass relays one batch of history events (when this relay holds the

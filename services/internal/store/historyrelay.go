@@ -178,6 +178,8 @@ func (s *Store) TakeRelayLease(ctx context.Context, holder string, ttl time.Dura
 	if err != nil {
 		return 0, false, fmt.Errorf("take relay lease: %w", err)
 	}
+	// Read even when the lease is someone else's: a missing cursor row also
+	// matches nothing, and must be an error, not a silent standby forever.
 	cursor, err = s.RelayCursor(ctx)
 	if err != nil || n == 0 {
 		return 0, false, err
