@@ -81,6 +81,13 @@ func (e *Executor) newRun(p *pool, h *head) *run {
 		pool:       p,
 	}
 	r.setDeadline(time.Duration(d.TimeoutMs)*time.Millisecond, e.cfg.LockTTL)
+	if d.Load {
+		// A lean dispatch does not say the task's timeout: the lease starts
+		// at the shortest length and is resized right after the claim
+		// (claimed, resizeLeases). An executor that dies in between leaves
+		// a lease that lapses early, never one that outlasts the task's.
+		r.lockTTL = e.cfg.LockTTL
+	}
 	return r
 }
 
@@ -99,8 +106,8 @@ func (r *run) setDeadline(timeout, minTTL time.Duration) {
 // claimed takes what the attempt runs with from the row its claim locked:
 // a lean dispatch (TaskDispatched.Load) carries none of it, and for a full
 // one the row is the fresher copy. It reports whether the lease taken
-// before the claim, sized by the message (a lean one: by the pool's
-// timeout), must be resized to the task's own timeout.
+// before the claim, sized by the message (a lean one: LockTTL), must be
+// resized to the task's own timeout.
 func (e *Executor) claimed(r *run, f *store.RunFields) (resize bool) {
 	if f == nil {
 		return false
@@ -113,10 +120,10 @@ func (e *Executor) claimed(r *run, f *store.RunFields) (resize bool) {
 }
 
 // resizeLeases sets the leases of runs to their own length at once (one
-// pipeline), so that a task whose executor dies is taken back when its own
-// lease says, not the pool's. Only tasks whose timeout differs from their
-// type's need it. A failure is logged: the watchdog's next renewal, every
-// RenewInterval, sets the same length.
+// pipeline). Only lean dispatches of tasks whose timeout (plus
+// AbandonGrace) exceeds LockTTL need it. A failure is logged: the
+// watchdog's next renewal, every RenewInterval (well within LockTTL), sets
+// the same length.
 func (e *Executor) resizeLeases(ctx context.Context, runs []*run) {
 	if len(runs) == 0 {
 		return
