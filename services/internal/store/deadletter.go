@@ -42,8 +42,8 @@ type NewDeadLetter struct {
 // InsertDeadLetter returns a TransferParams.Also hook that files the dead
 // letter in the same transaction as the final transfer, so a task is never
 // FAILED for good without its row (nor the reverse).
-func InsertDeadLetter(d NewDeadLetter) func(ctx context.Context, tx *sql.Tx) error {
-	return func(ctx context.Context, tx *sql.Tx) error {
+func InsertDeadLetter(d NewDeadLetter) func(ctx context.Context, tx Execer) error {
+	return func(ctx context.Context, tx Execer) error {
 		_, err := tx.ExecContext(ctx, `INSERT INTO dead_letters (task_id, task_type, status, attempt, retry_count, last_error)
 			VALUES (?, ?, ?, ?, ?, ?)`, d.TaskID, d.Type, string(d.Status), d.Attempt, d.RetryCount, truncate(d.LastError, 8000))
 		if err != nil {
@@ -123,7 +123,7 @@ func (s *Store) ListDeadLetters(ctx context.Context, q DeadLetterQuery) ([]DeadL
 // failed one.
 func (s *Store) RetryDeadLetter(ctx context.Context, id int64, actor string, dueMs int64) (*DeadLetter, error) {
 	var out *DeadLetter
-	err := s.inTx(ctx, func(tx *sql.Tx) error {
+	err := s.inTx(ctx, func(tx *pipeTx) error {
 		d, err := scanDeadLetter(tx.QueryRowContext(ctx, `SELECT `+deadLetterColumns+` FROM dead_letters WHERE id = ? FOR UPDATE`, id))
 		if errors.Is(err, sql.ErrNoRows) {
 			return fmt.Errorf("dead letter %d: %w", id, ErrNotFound)

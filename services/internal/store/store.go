@@ -82,6 +82,10 @@ func ParseDSN(dsn string) (*mysql.Config, error) {
 	cfg.ParseTime = true
 	cfg.Loc = time.UTC
 	cfg.InterpolateParams = true
+	// Pipelined transactions (pipeTx) send several statements in one round
+	// trip. Every value still goes through a placeholder, escaped by the
+	// driver, so no input can add a statement of its own.
+	cfg.MultiStatements = true
 	// Rows affected = rows matched, so an UPDATE that sets a value it
 	// already had (a heartbeat within the same millisecond) still counts.
 	cfg.ClientFoundRows = true
@@ -146,11 +150,8 @@ func (s *Store) notify() {
 	}
 }
 
-// inTx runs fn in a transaction, committing when it returns nil.
-func (s *Store) inTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
-	return s.inTxOpts(ctx, nil, fn)
-}
-
+// inTxOpts runs fn in a database/sql transaction with opts, committing when
+// it returns nil. Most transactions are pipelined instead (inTx).
 func (s *Store) inTxOpts(ctx context.Context, opts *sql.TxOptions, fn func(tx *sql.Tx) error) error {
 	tx, err := s.db.BeginTx(ctx, opts)
 	if err != nil {

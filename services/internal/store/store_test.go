@@ -2,7 +2,6 @@ package store_test
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"errors"
 	"strconv"
@@ -111,6 +110,55 @@ func TestTransferRaceHasExactlyOneWinner(t *testing.T) {
 	require.Equal(t, counts{history: 2, events: 2}, countRows(t, st, task.ID))
 }
 
+// TestAFailingQueuedWriteRollsBack: a transfer's UPDATE and history INSERT
+// travel to MySQL in one round trip with a statement that fails. Nothing of
+// them stays, and the connection goes back to the pool with no transaction
+// open: the pool has one connection, and the next caller's START
+// TRANSACTION would otherwise commit the doomed writes.
+func TestAFailingQueuedWriteRollsBack(t *testing.T) {
+	st, _ := testenv.Store(t)
+	ctx := context.Background()
+	st.DB().SetMaxOpenConns(1)
+	task := newTask(t, st, nil)
+	before := countRows(t, st, task.ID)
+
+	_, err := st.Transfer(ctx, store.TransferParams{
+		TaskID: task.ID, From: contracts.StatusReady, To: contracts.StatusCancelled, Reason: "doomed",
+		Also: func(ctx context.Context, tx store.Execer) error {
+			_, err := tx.ExecContext(ctx, `INSERT INTO no_such_table VALUES (1)`)
+			return err
+		},
+	})
+	require.ErrorContains(t, err, "no_such_table")
+
+	newTask(t, st, nil) // commits on the same connection
+	got, err := st.GetTask(ctx, task.ID)
+	require.NoError(t, err)
+	require.Equal(t, contracts.StatusReady, got.Status)
+	require.Equal(t, before, countRows(t, st, task.ID))
+}
+
+// TestAQueuedUpdateOfARowInAnotherStateFails: the batch's writes go
+// unread, with COMMIT, so a row that is not in the state its step names
+// (which the batch's checks rule out: a bug) must fail the statement
+// rather than match fewer rows.
+func TestAQueuedUpdateOfARowInAnotherStateFails(t *testing.T) {
+	st, _ := testenv.Store(t)
+	ctx := context.Background()
+	task := newTask(t, st, nil)
+
+	err := st.UpdateStatusForTest(ctx, task.ID, contracts.StatusRunning, contracts.StatusSuccess)
+	require.ErrorContains(t, err, "cannot be null")
+	got, err := st.GetTask(ctx, task.ID)
+	require.NoError(t, err)
+	require.Equal(t, contracts.StatusReady, got.Status, "nothing committed")
+
+	require.NoError(t, st.UpdateStatusForTest(ctx, task.ID, contracts.StatusReady, contracts.StatusCancelled))
+	got, err = st.GetTask(ctx, task.ID)
+	require.NoError(t, err)
+	require.Equal(t, contracts.StatusCancelled, got.Status, "a row in the step's from state changes")
+}
+
 func TestTransferRollbackLeavesNoHistoryAndNoEvent(t *testing.T) {
 	st, _ := testenv.Store(t)
 	task := newTask(t, st, nil)
@@ -119,7 +167,7 @@ func TestTransferRollbackLeavesNoHistoryAndNoEvent(t *testing.T) {
 	boom := errors.New("boom after the history row was written")
 	_, err := st.Transfer(context.Background(), store.TransferParams{
 		TaskID: task.ID, From: contracts.StatusReady, To: contracts.StatusCancelled, Reason: "doomed",
-		Also: func(context.Context, *sql.Tx) error { return boom },
+		Also: func(context.Context, store.Execer) error { return boom },
 	})
 	require.ErrorIs(t, err, boom)
 

@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"slices"
@@ -54,7 +53,7 @@ type TransferParams struct {
 	RecordRejection bool
 	// Also runs extra writes inside the transfer's transaction, after the
 	// history row; an error rolls all of it back.
-	Also func(ctx context.Context, tx *sql.Tx) error
+	Also func(ctx context.Context, tx Execer) error
 }
 
 // TransferResult is what the task looks like after a transfer.
@@ -139,7 +138,7 @@ func (s *Store) TransferBatch(ctx context.Context, chains [][]TransferParams) ([
 	}
 	var err error
 	for try := 0; ; try++ {
-		err = s.inTx(ctx, func(tx *sql.Tx) error { return s.transferBatchTx(ctx, tx, chains, ids, out) })
+		err = s.inTx(ctx, func(tx *pipeTx) error { return s.transferBatchTx(ctx, tx, chains, ids, out) })
 		// Batches that lock overlapping rows can still deadlock with other
 		// writers; the victim rolled back whole and simply goes again.
 		if err == nil || !IsDeadlock(err) || try == 2 || ctx.Err() != nil {
@@ -183,7 +182,7 @@ func (s *Store) recordRejection(ctx context.Context, p TransferParams, ce *Confl
 	}
 	reason := fmt.Sprintf("rejected %s->%s from attempt %s: the task is %s at attempt %d (%s)",
 		p.From, p.To, want, ce.Actual, ce.ActualAttempt, p.Reason)
-	err := s.inTx(context.WithoutCancel(ctx), func(tx *sql.Tx) error {
+	err := s.inTx(context.WithoutCancel(ctx), func(tx *pipeTx) error {
 		var taskType string
 		var prio int
 		var next int64
@@ -204,7 +203,7 @@ func (s *Store) recordRejection(ctx context.Context, p TransferParams, ce *Confl
 }
 
 // transferTx performs one transfer inside the caller's transaction.
-func (s *Store) transferTx(ctx context.Context, tx *sql.Tx, p TransferParams) (*TransferResult, error) {
+func (s *Store) transferTx(ctx context.Context, tx *pipeTx, p TransferParams) (*TransferResult, error) {
 	if !contracts.CanTransition(p.From, p.To) || p.From == contracts.StatusNone {
 		return nil, &IllegalTransitionError{From: p.From, To: p.To}
 	}
@@ -234,7 +233,7 @@ type plannedStep struct {
 	after rowState
 }
 
-func (s *Store) transferBatchTx(ctx context.Context, tx *sql.Tx, chains [][]TransferParams, ids []int64, out []ChainResult) error {
+func (s *Store) transferBatchTx(ctx context.Context, tx *pipeTx, chains [][]TransferParams, ids []int64, out []ChainResult) error {
 	claims := false
 	for _, steps := range chains {
 		for _, p := range steps {
@@ -339,7 +338,7 @@ func (s *Store) transferBatchTx(ctx context.Context, tx *sql.Tx, chains [][]Tran
 // lockRows reads and locks the rows of ids; ascending primary-key order
 // keeps concurrent batches from deadlocking on each other. withRun also
 // reads what a claimed attempt runs with (RunFields).
-func lockRows(ctx context.Context, tx *sql.Tx, ids []int64, withRun bool) (map[int64]rowState, error) {
+func lockRows(ctx context.Context, tx *pipeTx, ids []int64, withRun bool) (map[int64]rowState, error) {
 	uniq := slices.Clone(ids)
 	slices.Sort(uniq)
 	uniq = slices.Compact(uniq)
@@ -388,10 +387,11 @@ func lockRows(ctx context.Context, tx *sql.Tx, ids []int64, withRun bool) (map[i
 	return rows, nil
 }
 
-// setClause is what a step changes on its row, as SQL and arguments.
+// setClause is what a step changes on its row besides its status, as SQL
+// and arguments.
 func setClause(p TransferParams) (string, []any) {
-	set := []string{"status = ?", "updated_at = NOW(3)"}
-	args := []any{string(p.To)}
+	set := []string{"updated_at = NOW(3)"}
+	var args []any
 	if p.Claim {
 		// The reaper judges heartbeats and run times against the
 		// database's clock, so they are stamped with it too.
@@ -418,17 +418,19 @@ func setClause(p TransferParams) (string, []any) {
 	return strings.Join(set, ", "), args
 }
 
-// updateRows applies the planned steps in order, folding runs of steps that
+// updateRows queues the planned steps in order, folding runs of steps that
 // change distinct rows in the same way into one UPDATE ... WHERE id IN. The
-// rows are locked and were checked, so each statement must match every row
-// it names; anything else is a bug and rolls the batch back.
-func updateRows(ctx context.Context, tx *sql.Tx, plan []plannedStep) error {
+// rows are locked and were checked, so each must be in the step's from
+// state; a row that is not (a bug) gets a NULL status, which strict mode
+// refuses, and the error stops the statements after it, COMMIT included:
+// the batch rolls back.
+func updateRows(ctx context.Context, tx *pipeTx, plan []plannedStep) error {
 	for len(plan) > 0 {
 		set, args := setClause(plan[0].p)
-		from := plan[0].p.From
+		from, to := plan[0].p.From, plan[0].p.To
 		n := 1
 		seen := map[int64]bool{plan[0].p.TaskID: true}
-		for n < len(plan) && n < batchChunkRows && !seen[plan[n].p.TaskID] && plan[n].p.From == from {
+		for n < len(plan) && n < batchChunkRows && !seen[plan[n].p.TaskID] && plan[n].p.From == from && plan[n].p.To == to {
 			s2, a2 := setClause(plan[n].p)
 			if s2 != set || !slices.Equal(a2, args) {
 				break
@@ -436,22 +438,16 @@ func updateRows(ctx context.Context, tx *sql.Tx, plan []plannedStep) error {
 			seen[plan[n].p.TaskID] = true
 			n++
 		}
-		where := make([]any, 0, n+1)
+		all := make([]any, 0, len(args)+n+2)
+		all = append(all, string(from), string(to))
+		all = append(all, args...)
 		for _, ps := range plan[:n] {
-			where = append(where, ps.p.TaskID)
+			all = append(all, ps.p.TaskID)
 		}
-		where = append(where, string(from))
-		r, err := tx.ExecContext(ctx, "UPDATE tasks FORCE INDEX (PRIMARY) SET "+set+" WHERE id IN (?"+
-			strings.Repeat(", ?", n-1)+") AND status = ?", append(args, where...)...)
+		err := tx.Queue(ctx, "UPDATE tasks FORCE INDEX (PRIMARY) SET status = IF(status = ?, ?, NULL), "+set+" WHERE id IN (?"+
+			strings.Repeat(", ?", n-1)+")", all...)
 		if err != nil {
-			return fmt.Errorf("transfer %d task(s) %s->%s: %w", n, from, plan[0].p.To, err)
-		}
-		got, err := r.RowsAffected()
-		if err != nil {
-			return fmt.Errorf("transfer: rows affected: %w", err)
-		}
-		if got != int64(n) {
-			return fmt.Errorf("transfer %s->%s: %d of %d locked rows matched", from, plan[0].p.To, got, n)
+			return fmt.Errorf("transfer %d task(s) %s->%s: %w", n, from, to, err)
 		}
 		plan = plan[n:]
 	}
@@ -474,13 +470,13 @@ type transferRecord struct {
 	route    events.Route
 }
 
-func (s *Store) record(ctx context.Context, tx *sql.Tx, r transferRecord) error {
+func (s *Store) record(ctx context.Context, tx *pipeTx, r transferRecord) error {
 	_, err := s.recordTx(ctx, tx, r)
 	return err
 }
 
 // recordTx writes the history row, whose event the relay publishes.
-func (s *Store) recordTx(ctx context.Context, tx *sql.Tx, r transferRecord) (string, error) {
+func (s *Store) recordTx(ctx context.Context, tx *pipeTx, r transferRecord) (string, error) {
 	ids, err := recordMany(ctx, tx, []transferRecord{r})
 	if err != nil {
 		return "", fmt.Errorf("task %d: %w", r.taskID, err)
@@ -501,7 +497,7 @@ type outboxEvent struct {
 // publishes it once the transaction commits. Events that are not task
 // transfers (task type changes) go through here; transfers are published
 // from their history rows.
-func insertOutbox(ctx context.Context, tx *sql.Tx, e outboxEvent) error {
+func insertOutbox(ctx context.Context, tx Execer, e outboxEvent) error {
 	if e.ID == "" {
 		e.ID = ulid.Make().String()
 	}

@@ -2,7 +2,6 @@ package store_test
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"math/rand/v2"
 	"sync"
@@ -93,7 +92,7 @@ func TestTransferBatchRollsBackWholeWhenAWriteFails(t *testing.T) {
 	st, _ := testenv.Store(t)
 	a, b := newTask(t, st, nil), newTask(t, st, nil)
 	failing := claim(b.ID, 0, "n1")
-	failing.Also = func(context.Context, *sql.Tx) error { return errors.New("disk on fire") }
+	failing.Also = func(context.Context, store.Execer) error { return errors.New("disk on fire") }
 
 	_, err := st.TransferBatch(ctx, [][]store.TransferParams{{claim(a.ID, 0, "n1")}, {failing}})
 	require.ErrorContains(t, err, "disk on fire")

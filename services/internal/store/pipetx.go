@@ -1,0 +1,145 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"fmt"
+	"strings"
+)
+
+// Execer runs a statement inside a transaction; TransferParams.Also hooks
+// get one.
+type Execer interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+}
+
+// pipeTx is a transaction whose statements travel together, so it costs
+// round trips only where its caller needs an answer. START TRANSACTION goes
+// with the first statement sent; statements nobody reads the result of
+// (Queue) wait and go with the next one sent, or with COMMIT. A claim or an
+// outcome batch is then two round trips — the locking read, then the
+// writes and COMMIT — instead of one per statement (five), which is what
+// small batches under a steady load pay for most: every round trip is a
+// wake-up of MySQL's thread and of the caller's goroutine.
+//
+// A statement that fails stops the ones after it in the same round trip,
+// COMMIT included, and the transaction is rolled back. So a queued write
+// must fail, not match fewer rows, when something is wrong: see
+// updateRows.
+type pipeTx struct {
+	conn    *sql.Conn
+	begun   bool
+	pending strings.Builder
+	args    []any
+	// size estimates the queued statements' bytes, values included, so
+	// that one round trip stays well under max_allowed_packet.
+	size int
+}
+
+// inTx runs fn in a pipelined transaction, committing when it returns nil.
+// The connection goes back to the pool only with its transaction ended:
+// when neither COMMIT nor ROLLBACK is known to have run, it is closed,
+// which makes MySQL roll back.
+func (s *Store) inTx(ctx context.Context, fn func(tx *pipeTx) error) error {
+	conn, err := s.db.Conn(ctx)
+	if err != nil {
+		return fmt.Errorf("begin: %w", err)
+	}
+	tx := &pipeTx{conn: conn}
+	ended := false
+	defer func() {
+		if !ended && tx.begun {
+			if _, err := conn.ExecContext(context.WithoutCancel(ctx), "ROLLBACK"); err != nil {
+				_ = conn.Raw(func(any) error { return driver.ErrBadConn })
+			}
+		}
+		_ = conn.Close()
+	}()
+	if err := fn(tx); err != nil {
+		return err
+	}
+	if _, err := tx.flush(ctx, "COMMIT"); err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	ended = true
+	return nil
+}
+
+// Queue adds a statement to go with the next one sent; its error, if any,
+// is returned by that call (or by the commit). Only when the statements
+// queued already are large (batchChunkBytes) are they sent first, and
+// their error is returned here.
+func (tx *pipeTx) Queue(ctx context.Context, query string, args ...any) error {
+	size := len(query) + rowBytes(args)
+	if tx.size > 0 && tx.size+size > batchChunkBytes {
+		if _, err := tx.flush(ctx, ""); err != nil {
+			return err
+		}
+	}
+	if tx.pending.Len() > 0 {
+		tx.pending.WriteString(";\n")
+	}
+	tx.pending.WriteString(query)
+	tx.args = append(tx.args, args...)
+	tx.size += size
+	return nil
+}
+
+// text returns what goes to the server with query: START TRANSACTION when
+// not yet sent, the queued statements, then query itself (when not empty).
+func (tx *pipeTx) text(query string, args []any) (string, []any) {
+	var b strings.Builder
+	if !tx.begun {
+		b.WriteString("START TRANSACTION;\n")
+	}
+	b.WriteString(tx.pending.String())
+	all := tx.args
+	if query != "" {
+		if tx.pending.Len() > 0 {
+			b.WriteString(";\n")
+		}
+		b.WriteString(query)
+		all = append(all, args...)
+	}
+	tx.pending.Reset()
+	tx.args = nil
+	tx.size = 0
+	return b.String(), all
+}
+
+// flush sends the queued statements and query, if any, and returns the
+// result of the round trip.
+func (tx *pipeTx) flush(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	if query == "" && tx.pending.Len() == 0 {
+		return nil, nil
+	}
+	q, all := tx.text(query, args)
+	// Sent means begun: a failure after this point still leaves a
+	// transaction to roll back, or a connection to drop.
+	tx.begun = true
+	return tx.conn.ExecContext(ctx, q, all...)
+}
+
+// ExecContext sends query, after what is queued, and returns its result:
+// with statements queued before it, RowsAffected is query's own (the
+// driver reports the last statement's).
+func (tx *pipeTx) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	return tx.flush(ctx, query, args...)
+}
+
+// QueryContext sends query, after what is queued, and returns its rows
+// (the driver skips the results of the statements before it, which have no
+// rows).
+func (tx *pipeTx) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	q, all := tx.text(query, args)
+	tx.begun = true
+	return tx.conn.QueryContext(ctx, q, all...)
+}
+
+// QueryRowContext is QueryContext for one row.
+func (tx *pipeTx) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	q, all := tx.text(query, args)
+	tx.begun = true
+	return tx.conn.QueryRowContext(ctx, q, all...)
+}
