@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/ThreeDotsLabs/watermill"
-	wmjs "github.com/ThreeDotsLabs/watermill-nats/v2/pkg/jetstream"
 	"github.com/ThreeDotsLabs/watermill/message"
 	"github.com/ThreeDotsLabs/watermill/message/router/middleware"
 	"github.com/nats-io/nats.go"
@@ -98,53 +97,23 @@ func WatermillLogger(logger *slog.Logger) watermill.LoggerAdapter {
 
 // AddConsumer binds spec to handler on router. The durable consumer is
 // created or updated on first subscribe; Parallel handlers share it, each
-// with its own pull subscription, over a connection of their own (watermill
-// drains the connection when it closes the subscriber).
+// with its own pull subscription, over a connection of their own (closed
+// when the router closes the subscriber).
 func AddConsumer(router *message.Router, url string, spec ConsumerSpec, logger *slog.Logger, handler message.NoPublishHandlerFunc) error {
 	spec = spec.withDefaults()
 	nc, err := nats.Connect(url, nats.Name("ax-"+spec.Name), nats.MaxReconnects(-1), nats.ReconnectWait(250*time.Millisecond))
 	if err != nil {
 		return fmt.Errorf("connect nats for consumer %s: %w", spec.Name, err)
 	}
-	sub, err := wmjs.NewSubscriber(wmjs.SubscriberConfig{
-		Conn:           nc,
-		Logger:         WatermillLogger(logger),
-		AckWaitTimeout: spec.AckWait,
-		AckAsync:       true,
-		NakDelay:       wmjs.NewStaticDelay(250 * time.Millisecond),
-		Unmarshaler:    unmarshaler{},
-		ResourceInitializer: func(ctx context.Context, js jetstream.JetStream, _ string) (jetstream.Consumer, func(context.Context, watermill.LoggerAdapter), error) {
-			c, err := spec.declare(ctx, js)
-			return c, nil, err
-		},
-	})
+	sub, err := newSubscriber(nc, spec, logger)
 	if err != nil {
 		nc.Close()
-		return fmt.Errorf("watermill subscriber %s: %w", spec.Name, err)
+		return err
 	}
 	for i := range spec.Parallel {
 		router.AddConsumerHandler(fmt.Sprintf("%s-%d", spec.Name, i), spec.Subject, sub, handler)
 	}
 	return nil
-}
-
-// unmarshaler keeps the event ID as the watermill UUID and every header as
-// metadata. It never fails, because watermill-nats cannot cope with a nil
-// message.
-type unmarshaler struct{}
-
-func (unmarshaler) Unmarshal(msg jetstream.Msg) (*message.Message, error) {
-	id := msg.Headers().Get(events.HeaderMsgID)
-	if id == "" {
-		id = watermill.NewShortUUID()
-	}
-	m := message.NewMessage(id, msg.Data())
-	for k, v := range msg.Headers() {
-		if len(v) > 0 {
-			m.Metadata.Set(k, v[0])
-		}
-	}
-	return m, nil
 }
 
 // ExecAckWait is how long an executor may hold a fetched task message
