@@ -30,11 +30,16 @@ type Execer interface {
 type pipeTx struct {
 	conn    *sql.Conn
 	begun   bool
-	pending strings.Builder
-	args    []any
+	pending []statement
 	// size estimates the queued statements' bytes, values included, so
 	// that one round trip stays well under max_allowed_packet.
 	size int
+}
+
+// statement is one queued statement and its values.
+type statement struct {
+	query string
+	args  []any
 }
 
 // inTx runs fn in a pipelined transaction, committing when it returns nil.
@@ -77,33 +82,40 @@ func (tx *pipeTx) Queue(ctx context.Context, query string, args ...any) error {
 			return err
 		}
 	}
-	if tx.pending.Len() > 0 {
-		tx.pending.WriteString(";\n")
-	}
-	tx.pending.WriteString(query)
-	tx.args = append(tx.args, args...)
+	tx.pending = append(tx.pending, statement{query, args})
 	tx.size += size
 	return nil
 }
 
 // text returns what goes to the server with query: START TRANSACTION when
 // not yet sent, the queued statements, then query itself (when not empty).
+// The text and the values are put together once, at their full size: a
+// batch queues a few large statements, and growing them piecemeal would
+// copy each several times.
 func (tx *pipeTx) text(query string, args []any) (string, []any) {
+	stmts := tx.pending
+	if query != "" {
+		stmts = append(stmts, statement{query, args})
+	}
+	n, nargs := len("START TRANSACTION;\n"), 0
+	for _, st := range stmts {
+		n += len(st.query) + len(";\n")
+		nargs += len(st.args)
+	}
 	var b strings.Builder
+	b.Grow(n)
+	all := make([]any, 0, nargs)
 	if !tx.begun {
 		b.WriteString("START TRANSACTION;\n")
 	}
-	b.WriteString(tx.pending.String())
-	all := tx.args
-	if query != "" {
-		if tx.pending.Len() > 0 {
+	for i, st := range stmts {
+		if i > 0 {
 			b.WriteString(";\n")
 		}
-		b.WriteString(query)
-		all = append(all, args...)
+		b.WriteString(st.query)
+		all = append(all, st.args...)
 	}
-	tx.pending.Reset()
-	tx.args = nil
+	tx.pending = tx.pending[:0]
 	tx.size = 0
 	return b.String(), all
 }
@@ -111,7 +123,7 @@ func (tx *pipeTx) text(query string, args []any) (string, []any) {
 // flush sends the queued statements and query, if any, and returns the
 // result of the round trip.
 func (tx *pipeTx) flush(ctx context.Context, query string, args ...any) (sql.Result, error) {
-	if query == "" && tx.pending.Len() == 0 {
+	if query == "" && len(tx.pending) == 0 {
 		return nil, nil
 	}
 	q, all := tx.text(query, args)
