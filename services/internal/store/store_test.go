@@ -138,6 +138,36 @@ func TestAFailingQueuedWriteRollsBack(t *testing.T) {
 	require.Equal(t, before, countRows(t, st, task.ID))
 }
 
+// TestACancelledPipelinedTransactionLeavesNothing: the caller gives up
+// after the transfer's writes went out (the driver then drops the
+// connection mid-transaction). Nothing stays, and the pool of one goes on
+// with a working connection.
+func TestACancelledPipelinedTransactionLeavesNothing(t *testing.T) {
+	st, _ := testenv.Store(t)
+	st.DB().SetMaxOpenConns(1)
+	task := newTask(t, st, nil)
+	before := countRows(t, st, task.ID)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	_, err := st.Transfer(ctx, store.TransferParams{
+		TaskID: task.ID, From: contracts.StatusReady, To: contracts.StatusCancelled, Reason: "abandoned",
+		Also: func(_ context.Context, tx store.Execer) error {
+			// The queued UPDATE and history INSERT go with this statement,
+			// which runs for a second while the caller gives up.
+			go func() { time.Sleep(100 * time.Millisecond); cancel() }()
+			_, err := tx.ExecContext(ctx, `SELECT SLEEP(1)`)
+			return err
+		},
+	})
+	require.ErrorIs(t, err, context.Canceled)
+
+	newTask(t, st, nil)
+	got, err := st.GetTask(context.Background(), task.ID)
+	require.NoError(t, err)
+	require.Equal(t, contracts.StatusReady, got.Status)
+	require.Equal(t, before, countRows(t, st, task.ID))
+}
+
 // TestAQueuedUpdateOfARowInAnotherStateFails: the batch's writes go
 // unread, with COMMIT, so a row that is not in the state its step names
 // (which the batch's checks rule out: a bug) must fail the statement
