@@ -90,24 +90,24 @@ type TaskDue struct {
 
 // TaskDispatched hands a due, READY task to the executors of its type.
 // Attempt is the attempt the task had when dispatched; the claim succeeds
-// only if it is still current.
+// only if it is still current. It says where the task goes, not what it
+// runs with: the executor takes the payload and retry counts from the task
+// row its claim locks anyway, so a payload is stored in JetStream once, in
+// no command.
 //
-// Load marks a lean dispatch: only the ID, type, attempt and due time are
-// set, and the executor takes the payload, timeout and retry counts from
-// the task row its claim locks anyway. The dispatcher sends lean dispatches
-// for tasks it hands on straight from their READY event, so it need not
-// read the row first. Executors that predate the field would run such a
-// task with no payload: upgrade executors before dispatchers.
+// Load marks a lean dispatch, which does not say the timeout either: the
+// dispatcher sends it for tasks it hands on straight from their READY
+// event, without reading the row, and the executor's lease starts at its
+// shortest length until the claim tells the timeout. Executors that predate
+// taking the payload from the claim would run a task with no payload:
+// upgrade executors before dispatchers.
 type TaskDispatched struct {
-	TaskID        int64           `json:"task_id,string"`
-	Type          string          `json:"type"`
-	Attempt       int             `json:"attempt"`
-	Payload       json.RawMessage `json:"payload,omitempty"`
-	TimeoutMs     int64           `json:"timeout_ms"`
-	NextRunTimeMs int64           `json:"next_run_time_ms"`
-	RetryCount    int             `json:"retry_count"`
-	MaxRetries    int             `json:"max_retries"`
-	Load          bool            `json:"load,omitempty"`
+	TaskID        int64  `json:"task_id,string"`
+	Type          string `json:"type"`
+	Attempt       int    `json:"attempt"`
+	TimeoutMs     int64  `json:"timeout_ms"`
+	NextRunTimeMs int64  `json:"next_run_time_ms"`
+	Load          bool   `json:"load,omitempty"`
 }
 
 // Decode unmarshals data into v with a useful error.

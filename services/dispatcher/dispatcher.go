@@ -185,7 +185,7 @@ func (d *Dispatcher) DispatchBatch(ctx context.Context, dues []events.TaskDue) e
 	for i, due := range dues {
 		ids[i] = due.TaskID
 	}
-	tasks, err := d.store.GetTasks(ctx, ids)
+	tasks, err := d.store.DueTasks(ctx, ids)
 	if err != nil {
 		return err
 	}
@@ -225,9 +225,8 @@ func (d *Dispatcher) DispatchBatch(ctx context.Context, dues []events.TaskDue) e
 			lane = task.Priority
 		}
 		h := &handOff{lane: lane, task: events.TaskDispatched{
-			TaskID: task.ID, Type: task.Type, Attempt: task.Attempt, Payload: task.Payload,
+			TaskID: task.ID, Type: task.Type, Attempt: task.Attempt,
 			TimeoutMs: task.TimeoutMs, NextRunTimeMs: task.NextRunTimeMs,
-			RetryCount: task.RetryCount, MaxRetries: task.MaxRetries,
 		}}
 		if task.Status == contracts.StatusRetrying {
 			// Its backoff has elapsed: it becomes READY (fenced, so a racing

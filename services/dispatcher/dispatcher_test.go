@@ -2,6 +2,7 @@ package dispatcher_test
 
 import (
 	"context"
+	"encoding/json"
 	"testing"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 	"github.com/axsched/ax/contracts"
 	"github.com/axsched/ax/events"
 	"github.com/axsched/ax/services/dispatcher"
+	"github.com/axsched/ax/services/internal/bus"
 	"github.com/axsched/ax/services/internal/clock"
 	"github.com/axsched/ax/services/internal/outbox"
 	"github.com/axsched/ax/services/internal/store"
@@ -70,4 +72,62 @@ func TestReadyEventsRoutedToTheDispatcherAreDispatched(t *testing.T) {
 	require.Equal(t, events.ExecSubject("ax.noop", contracts.PriorityHigh, events.SharedToken), subjects[0],
 		"its lane, on the shared subject while no executor serves the type")
 	require.Equal(t, 0, got[0].Attempt)
+}
+
+// TestDueCommandsDispatchWhereNotWhat: a due command for a READY task goes
+// to its executors' subject with the attempt and timeout, and without the
+// payload, which the executor's claim reads from the row (so a payload is
+// stored in JetStream in no command). A task not due yet is held back.
+func TestDueCommandsDispatchWhereNotWhat(t *testing.T) {
+	st, _ := testenv.Store(t)
+	rdb, k := testenv.Redis(t)
+	conn := testenv.NATS(t)
+	logger := testenv.Logger(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+
+	d := dispatcher.New(dispatcher.Config{Heartbeat: time.Second}, st, rdb, k, conn, clock.System{}, logger)
+	done := make(chan error, 1)
+	go func() { done <- d.Run(ctx) }()
+	select {
+	case <-d.Ready():
+	case err := <-done:
+		t.Fatalf("stopped before ready: %v", err)
+	}
+
+	now := time.Now().UnixMilli()
+	const due, later int64 = 11, 12
+	for id, at := range map[int64]int64{due: now - 10, later: now + 60_000} {
+		_, _, err := st.CreateTask(ctx, store.NewTask{ID: id, Type: "ax.noop", Priority: contracts.PriorityLow,
+			Payload: []byte(`{"marker":"PAYLOAD-MARKER"}`), Status: contracts.StatusReady, NextRunTimeMs: at,
+			MaxRetries: 3, TimeoutMs: 5000, Reason: "test"})
+		require.NoError(t, err)
+	}
+	var msgs []bus.Msg
+	for _, id := range []int64{due, later} {
+		data, err := json.Marshal(events.TaskDue{TaskID: id, Priority: contracts.PriorityLow, NextRunTimeMs: now})
+		require.NoError(t, err)
+		msgs = append(msgs, bus.Msg{Subject: events.SubjectDue, Data: data})
+	}
+	require.NoError(t, bus.PublishBatch(ctx, conn.JS, msgs))
+
+	c, err := conn.JS.CreateOrUpdateConsumer(ctx, events.StreamWork, jetstream.ConsumerConfig{
+		Durable: "test", FilterSubject: "ax.work.exec.>", AckPolicy: jetstream.AckExplicitPolicy})
+	require.NoError(t, err)
+	var raw [][]byte
+	deadline := time.Now().Add(2 * time.Second)
+	for time.Now().Before(deadline) {
+		batch, err := c.Fetch(10, jetstream.FetchMaxWait(200*time.Millisecond))
+		require.NoError(t, err)
+		for m := range batch.Messages() {
+			raw = append(raw, m.Data())
+			require.NoError(t, m.Ack())
+		}
+	}
+	require.Len(t, raw, 1, "only the task that is due")
+	require.NotContains(t, string(raw[0]), "PAYLOAD-MARKER")
+	var td events.TaskDispatched
+	require.NoError(t, events.Decode(raw[0], &td))
+	require.Equal(t, events.TaskDispatched{TaskID: due, Type: "ax.noop", Attempt: 0, TimeoutMs: 5000, NextRunTimeMs: now - 10}, td,
+		"not lean: the lease is sized by the timeout from the start")
 }

@@ -73,12 +73,11 @@ func (e *Executor) newRun(p *pool, h *head) *run {
 	d := &h.task
 	next := d.Attempt + 1
 	r := &run{
-		task:       Task{ID: d.TaskID, Type: d.Type, Attempt: next, Payload: d.Payload},
-		retryCount: d.RetryCount,
-		maxRetries: d.MaxRetries,
-		lockKey:    e.keys.Lock(d.TaskID),
-		lockVal:    e.cfg.Node + ":" + strconv.Itoa(next),
-		pool:       p,
+		// The payload and retry counts come with the claim (claimed).
+		task:    Task{ID: d.TaskID, Type: d.Type, Attempt: next},
+		lockKey: e.keys.Lock(d.TaskID),
+		lockVal: e.cfg.Node + ":" + strconv.Itoa(next),
+		pool:    p,
 	}
 	r.setDeadline(time.Duration(d.TimeoutMs)*time.Millisecond, e.cfg.LockTTL)
 	if d.Load {
@@ -104,10 +103,10 @@ func (r *run) setDeadline(timeout, minTTL time.Duration) {
 }
 
 // claimed takes what the attempt runs with from the row its claim locked:
-// a lean dispatch (TaskDispatched.Load) carries none of it, and for a full
-// one the row is the fresher copy. It reports whether the lease taken
-// before the claim, sized by the message (a lean one: LockTTL), must be
-// resized to the task's own timeout.
+// no dispatch carries the payload or retry counts, and a lean one
+// (TaskDispatched.Load) not the timeout either. It reports whether the
+// lease taken before the claim, sized by the message (a lean one:
+// LockTTL), must be resized to the task's own timeout.
 func (e *Executor) claimed(r *run, f *store.RunFields) (resize bool) {
 	if f == nil {
 		return false

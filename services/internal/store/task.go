@@ -109,33 +109,54 @@ func (s *Store) GetTask(ctx context.Context, id int64) (*Task, error) {
 	return t, nil
 }
 
-// GetTasks loads the tasks of ids that exist, keyed by ID, in one query
-// per few hundred IDs.
-func (s *Store) GetTasks(ctx context.Context, ids []int64) (map[int64]*Task, error) {
-	out := make(map[int64]*Task, len(ids))
+// DueTask is what the dispatcher checks before handing a due task on: its
+// state and where it goes, not what it runs with (the executor's claim
+// reads that from the row it locks).
+type DueTask struct {
+	ID            int64
+	Type          string
+	Priority      contracts.Priority
+	Status        contracts.Status
+	Attempt       int
+	NextRunTimeMs int64
+	TimeoutMs     int64
+	RetryCount    int
+	MaxRetries    int
+}
+
+// DueTasks reads the DueTask of each of ids that exists, in one query per
+// chunk; the payload stays in the table.
+func (s *Store) DueTasks(ctx context.Context, ids []int64) (map[int64]*DueTask, error) {
+	out := make(map[int64]*DueTask, len(ids))
 	for chunk := range slices.Chunk(ids, batchChunkRows) {
 		args := make([]any, len(chunk))
 		for i, id := range chunk {
 			args[i] = id
 		}
-		rows, err := s.db.QueryContext(ctx, `SELECT `+taskColumns+` FROM tasks WHERE id IN (?`+
-			strings.Repeat(", ?", len(chunk)-1)+`)`, args...)
+		rows, err := s.db.QueryContext(ctx, `SELECT id, task_type, priority, status, attempt, next_run_time,
+			timeout_ms, retry_count, max_retry_count FROM tasks WHERE id IN (?`+strings.Repeat(", ?", len(chunk)-1)+`)`, args...)
 		if err != nil {
-			return nil, fmt.Errorf("get %d task(s): %w", len(chunk), err)
+			return nil, fmt.Errorf("read %d due task(s): %w", len(chunk), err)
 		}
 		for rows.Next() {
-			t, err := scanTask(rows)
-			if err != nil {
+			var (
+				t      DueTask
+				prio   int
+				status string
+			)
+			if err := rows.Scan(&t.ID, &t.Type, &prio, &status, &t.Attempt, &t.NextRunTimeMs,
+				&t.TimeoutMs, &t.RetryCount, &t.MaxRetries); err != nil {
 				rows.Close()
-				return nil, fmt.Errorf("get tasks: %w", err)
+				return nil, fmt.Errorf("read due tasks: %w", err)
 			}
-			out[t.ID] = t
+			t.Priority, t.Status = contracts.PriorityFromRank(prio), contracts.Status(status)
+			out[t.ID] = &t
 		}
 		if err := rows.Close(); err != nil {
-			return nil, fmt.Errorf("get tasks: %w", err)
+			return nil, fmt.Errorf("read due tasks: %w", err)
 		}
 		if err := rows.Err(); err != nil {
-			return nil, fmt.Errorf("get tasks: %w", err)
+			return nil, fmt.Errorf("read due tasks: %w", err)
 		}
 	}
 	return out, nil
