@@ -19,27 +19,59 @@ import (
 	"github.com/axsched/ax/services/internal/testenv"
 )
 
-// TestReadyEventsRoutedToTheDispatcherAreDispatched runs the relay and the
-// dispatcher, and no timer: a task due at once (events.RouteDispatch) goes
-// from its READY event straight to its executors' subject; a task left to
-// the timer, and one its writer dispatched already, do not.
-func TestReadyEventsRoutedToTheDispatcherAreDispatched(t *testing.T) {
+// startDispatcher runs a dispatcher (and, with relay, the relay) until the
+// test ends and returns the store and connection it works on.
+func startDispatcher(t *testing.T, relay bool) (*store.Store, *bus.Conn) {
+	t.Helper()
 	st, _ := testenv.Store(t)
 	rdb, k := testenv.Redis(t)
 	conn := testenv.NATS(t)
 	logger := testenv.Logger(t)
 	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	t.Cleanup(cancel)
 
 	d := dispatcher.New(dispatcher.Config{Heartbeat: time.Second}, st, rdb, k, conn, clock.System{}, logger)
 	done := make(chan error, 2)
 	go func() { done <- d.Run(ctx) }()
-	go func() { done <- outbox.New(outbox.Config{}, st, conn, logger).Run(ctx) }()
+	if relay {
+		go func() { done <- outbox.New(outbox.Config{}, st, conn, logger).Run(ctx) }()
+	}
 	select {
 	case <-d.Ready():
 	case err := <-done:
 		t.Fatalf("stopped before ready: %v", err)
 	}
+	return st, conn
+}
+
+// dispatchedMsgs collects what reaches the executors' subjects for long
+// enough for anything the dispatcher would send.
+func dispatchedMsgs(t *testing.T, conn *bus.Conn) []jetstream.Msg {
+	t.Helper()
+	ctx := context.Background()
+	c, err := conn.JS.CreateOrUpdateConsumer(ctx, events.StreamWork, jetstream.ConsumerConfig{
+		Durable: "test", FilterSubject: "ax.work.exec.>", AckPolicy: jetstream.AckExplicitPolicy})
+	require.NoError(t, err)
+	var got []jetstream.Msg
+	deadline := time.Now().Add(2 * time.Second)
+	for time.Now().Before(deadline) {
+		batch, err := c.Fetch(10, jetstream.FetchMaxWait(200*time.Millisecond))
+		require.NoError(t, err)
+		for m := range batch.Messages() {
+			got = append(got, m)
+			require.NoError(t, m.Ack())
+		}
+	}
+	return got
+}
+
+// TestReadyEventsRoutedToTheDispatcherAreDispatched runs the relay and the
+// dispatcher, and no timer: a task due at once (events.RouteDispatch) goes
+// from its READY event straight to its executors' subject; a task left to
+// the timer, and one its writer dispatched already, do not.
+func TestReadyEventsRoutedToTheDispatcherAreDispatched(t *testing.T) {
+	st, conn := startDispatcher(t, true)
+	ctx := context.Background()
 
 	now := time.Now().UnixMilli()
 	tasks := map[events.Route]int64{events.RouteDispatch: 1, events.RouteTimer: 2, events.RouteDispatched: 3}
@@ -49,29 +81,15 @@ func TestReadyEventsRoutedToTheDispatcherAreDispatched(t *testing.T) {
 		require.NoError(t, err)
 	}
 
-	c, err := conn.JS.CreateOrUpdateConsumer(ctx, events.StreamWork, jetstream.ConsumerConfig{
-		Durable: "test", FilterSubject: "ax.work.exec.>", AckPolicy: jetstream.AckExplicitPolicy})
-	require.NoError(t, err)
-	var got []events.TaskDispatched
-	var subjects []string
-	// Long enough for anything the dispatcher would send.
-	deadline := time.Now().Add(2 * time.Second)
-	for time.Now().Before(deadline) {
-		batch, err := c.Fetch(10, jetstream.FetchMaxWait(200*time.Millisecond))
-		require.NoError(t, err)
-		for m := range batch.Messages() {
-			var td events.TaskDispatched
-			require.NoError(t, events.Decode(m.Data(), &td))
-			got = append(got, td)
-			subjects = append(subjects, m.Subject())
-			require.NoError(t, m.Ack())
-		}
-	}
-	require.Len(t, got, 1, "only the task routed to the dispatcher: %v", got)
-	require.Equal(t, tasks[events.RouteDispatch], got[0].TaskID)
-	require.Equal(t, events.ExecSubject("ax.noop", contracts.PriorityHigh, events.SharedToken), subjects[0],
+	msgs := dispatchedMsgs(t, conn)
+	require.Len(t, msgs, 1, "only the task routed to the dispatcher")
+	var td events.TaskDispatched
+	require.NoError(t, events.Decode(msgs[0].Data(), &td))
+	require.Equal(t, tasks[events.RouteDispatch], td.TaskID)
+	require.Equal(t, events.ExecSubject("ax.noop", contracts.PriorityHigh, events.SharedToken), msgs[0].Subject(),
 		"its lane, on the shared subject while no executor serves the type")
-	require.Equal(t, 0, got[0].Attempt)
+	require.Equal(t, 0, td.Attempt)
+	require.True(t, td.Load, "a lean dispatch: the row was not read")
 }
 
 // TestDueCommandsDispatchWhereNotWhat: a due command for a READY task goes
@@ -79,21 +97,8 @@ func TestReadyEventsRoutedToTheDispatcherAreDispatched(t *testing.T) {
 // payload, which the executor's claim reads from the row (so a payload is
 // stored in JetStream in no command). A task not due yet is held back.
 func TestDueCommandsDispatchWhereNotWhat(t *testing.T) {
-	st, _ := testenv.Store(t)
-	rdb, k := testenv.Redis(t)
-	conn := testenv.NATS(t)
-	logger := testenv.Logger(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-
-	d := dispatcher.New(dispatcher.Config{Heartbeat: time.Second}, st, rdb, k, conn, clock.System{}, logger)
-	done := make(chan error, 1)
-	go func() { done <- d.Run(ctx) }()
-	select {
-	case <-d.Ready():
-	case err := <-done:
-		t.Fatalf("stopped before ready: %v", err)
-	}
+	st, conn := startDispatcher(t, false)
+	ctx := context.Background()
 
 	now := time.Now().UnixMilli()
 	const due, later int64 = 11, 12
@@ -103,31 +108,19 @@ func TestDueCommandsDispatchWhereNotWhat(t *testing.T) {
 			MaxRetries: 3, TimeoutMs: 5000, Reason: "test"})
 		require.NoError(t, err)
 	}
-	var msgs []bus.Msg
+	var cmds []bus.Msg
 	for _, id := range []int64{due, later} {
 		data, err := json.Marshal(events.TaskDue{TaskID: id, Priority: contracts.PriorityLow, NextRunTimeMs: now})
 		require.NoError(t, err)
-		msgs = append(msgs, bus.Msg{Subject: events.SubjectDue, Data: data})
+		cmds = append(cmds, bus.Msg{Subject: events.SubjectDue, Data: data})
 	}
-	require.NoError(t, bus.PublishBatch(ctx, conn.JS, msgs))
+	require.NoError(t, bus.PublishBatch(ctx, conn.JS, cmds))
 
-	c, err := conn.JS.CreateOrUpdateConsumer(ctx, events.StreamWork, jetstream.ConsumerConfig{
-		Durable: "test", FilterSubject: "ax.work.exec.>", AckPolicy: jetstream.AckExplicitPolicy})
-	require.NoError(t, err)
-	var raw [][]byte
-	deadline := time.Now().Add(2 * time.Second)
-	for time.Now().Before(deadline) {
-		batch, err := c.Fetch(10, jetstream.FetchMaxWait(200*time.Millisecond))
-		require.NoError(t, err)
-		for m := range batch.Messages() {
-			raw = append(raw, m.Data())
-			require.NoError(t, m.Ack())
-		}
-	}
-	require.Len(t, raw, 1, "only the task that is due")
-	require.NotContains(t, string(raw[0]), "PAYLOAD-MARKER")
+	msgs := dispatchedMsgs(t, conn)
+	require.Len(t, msgs, 1, "only the task that is due")
+	require.NotContains(t, string(msgs[0].Data()), "PAYLOAD-MARKER")
 	var td events.TaskDispatched
-	require.NoError(t, events.Decode(raw[0], &td))
+	require.NoError(t, events.Decode(msgs[0].Data(), &td))
 	require.Equal(t, events.TaskDispatched{TaskID: due, Type: "ax.noop", Attempt: 0, TimeoutMs: 5000, NextRunTimeMs: now - 10}, td,
 		"not lean: the lease is sized by the timeout from the start")
 }
