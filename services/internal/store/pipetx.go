@@ -6,6 +6,7 @@ import (
 	"database/sql/driver"
 	"fmt"
 	"strings"
+	"time"
 )
 
 // Execer runs a statement inside a transaction; TransferParams.Also hooks
@@ -64,12 +65,26 @@ func (s *Store) inTx(ctx context.Context, fn func(tx *pipeTx) error) error {
 	if err := fn(tx); err != nil {
 		return err
 	}
-	if _, err := tx.flush(ctx, "COMMIT"); err != nil {
+	if err := ctx.Err(); err != nil {
+		return err // given up before COMMIT went out: rolled back
+	}
+	// Once COMMIT is on its way with the writes, MySQL runs them whether or
+	// not anyone waits for the answer (a dropped connection does not stop a
+	// packet already received). So the answer is waited for even if the
+	// caller gives up meanwhile: an error must mean nothing was written.
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), commitWait)
+	defer cancel()
+	if _, err := tx.flush(cctx, "COMMIT"); err != nil {
 		return fmt.Errorf("commit: %w", err)
 	}
 	ended = true
 	return nil
 }
+
+// commitWait bounds the wait for a commit's answer; only a server or
+// network that stops answering reaches it, and then, as with any commit
+// whose answer is lost, the outcome is unknown.
+const commitWait = 30 * time.Second
 
 // Queue adds a statement to go with the next one sent; its error, if any,
 // is returned by that call (or by the commit). Only when the statements

@@ -168,6 +168,33 @@ func TestACancelledPipelinedTransactionLeavesNothing(t *testing.T) {
 	require.Equal(t, before, countRows(t, st, task.ID))
 }
 
+// TestACallerGivingUpDuringCommitLearnsTheOutcome: the caller gives up
+// while the writes and COMMIT are on their way in one packet, which MySQL
+// runs anyway. The answer must match what happened: no error, and the
+// change made (an error here would have a claim's lease released while
+// the task stays RUNNING).
+func TestACallerGivingUpDuringCommitLearnsTheOutcome(t *testing.T) {
+	st, _ := testenv.Store(t)
+	task := newTask(t, st, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(150*time.Millisecond, cancel)
+
+	err := st.TransferWithSlowCommitForTest(ctx, task.ID, contracts.StatusReady, contracts.StatusCancelled, 0.5)
+	require.Error(t, ctx.Err(), "the caller gave up during the commit")
+	require.NoError(t, err)
+	got, err := st.GetTask(context.Background(), task.ID)
+	require.NoError(t, err)
+	require.Equal(t, contracts.StatusCancelled, got.Status)
+
+	// Given up before the transaction went out: nothing is written.
+	other := newTask(t, st, nil)
+	err = st.TransferWithSlowCommitForTest(ctx, other.ID, contracts.StatusReady, contracts.StatusCancelled, 0)
+	require.ErrorIs(t, err, context.Canceled)
+	got, err = st.GetTask(context.Background(), other.ID)
+	require.NoError(t, err)
+	require.Equal(t, contracts.StatusReady, got.Status)
+}
+
 // TestAQueuedUpdateOfARowInAnotherStateFails: the batch's writes go
 // unread, with COMMIT, so a row that is not in the state its step names
 // (which the batch's checks rule out: a bug) must fail the statement
