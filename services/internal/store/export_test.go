@@ -6,28 +6,21 @@ import (
 	"github.com/axsched/ax/contracts"
 )
 
-// UpdateStatusForTest locks task id and queues its status change from ->
+// ChangeStatusForTest locks task id and queues its status change from ->
 // to the way a transfer batch does, skipping the batch's own check of the
-// row, then commits: what a planning bug would send.
-func (s *Store) UpdateStatusForTest(ctx context.Context, id int64, from, to contracts.Status) error {
-	return s.inTx(ctx, func(tx *pipeTx) error {
-		if _, err := lockRows(ctx, tx, []int64{id}, false); err != nil {
-			return err
-		}
-		return updateRows(ctx, tx, []plannedStep{{p: TransferParams{TaskID: id, From: from, To: to}}})
-	})
-}
-
-// TransferWithSlowCommitForTest queues task id's change from -> to and a
-// statement that takes sleep, so the COMMIT that follows them in the same
+// row (what a planning bug would send), then — when sleep > 0 — a
+// statement that takes that long, so the COMMIT that follows in the same
 // round trip is still on its way when a caller gives up.
-func (s *Store) TransferWithSlowCommitForTest(ctx context.Context, id int64, from, to contracts.Status, sleep float64) error {
+func (s *Store) ChangeStatusForTest(ctx context.Context, id int64, from, to contracts.Status, sleep float64) error {
 	return s.inTx(ctx, func(tx *pipeTx) error {
 		if _, err := lockRows(ctx, tx, []int64{id}, false); err != nil {
 			return err
 		}
 		if err := updateRows(ctx, tx, []plannedStep{{p: TransferParams{TaskID: id, From: from, To: to}}}); err != nil {
 			return err
+		}
+		if sleep <= 0 {
+			return nil
 		}
 		return tx.Queue(ctx, `DO SLEEP(?)`, sleep)
 	})

@@ -65,6 +65,9 @@ func (s *Store) inTx(ctx context.Context, fn func(tx *pipeTx) error) error {
 	if err := fn(tx); err != nil {
 		return err
 	}
+	if !tx.begun && len(tx.pending) == 0 {
+		return nil // nothing to commit: no round trip
+	}
 	if err := ctx.Err(); err != nil {
 		return err // given up before COMMIT went out: rolled back
 	}
@@ -102,7 +105,7 @@ func (tx *pipeTx) Queue(ctx context.Context, query string, args ...any) error {
 	return nil
 }
 
-// text returns what goes to the server with query: START TRANSACTION when
+// text takes what goes to the server with query: START TRANSACTION when
 // not yet sent, the queued statements, then query itself (when not empty).
 // The text and the values are put together once, at their full size: a
 // batch queues a few large statements, and growing them piecemeal would
@@ -132,6 +135,9 @@ func (tx *pipeTx) text(query string, args []any) (string, []any) {
 	}
 	tx.pending = tx.pending[:0]
 	tx.size = 0
+	// Sent means begun: a failure from here on still leaves a transaction
+	// to roll back, or a connection to drop.
+	tx.begun = true
 	return b.String(), all
 }
 
@@ -142,9 +148,6 @@ func (tx *pipeTx) flush(ctx context.Context, query string, args ...any) (sql.Res
 		return nil, nil
 	}
 	q, all := tx.text(query, args)
-	// Sent means begun: a failure after this point still leaves a
-	// transaction to roll back, or a connection to drop.
-	tx.begun = true
 	return tx.conn.ExecContext(ctx, q, all...)
 }
 
@@ -160,13 +163,11 @@ func (tx *pipeTx) ExecContext(ctx context.Context, query string, args ...any) (s
 // rows).
 func (tx *pipeTx) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
 	q, all := tx.text(query, args)
-	tx.begun = true
 	return tx.conn.QueryContext(ctx, q, all...)
 }
 
 // QueryRowContext is QueryContext for one row.
 func (tx *pipeTx) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
 	q, all := tx.text(query, args)
-	tx.begun = true
 	return tx.conn.QueryRowContext(ctx, q, all...)
 }

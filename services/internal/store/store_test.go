@@ -179,7 +179,7 @@ func TestACallerGivingUpDuringCommitLearnsTheOutcome(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	time.AfterFunc(150*time.Millisecond, cancel)
 
-	err := st.TransferWithSlowCommitForTest(ctx, task.ID, contracts.StatusReady, contracts.StatusCancelled, 0.5)
+	err := st.ChangeStatusForTest(ctx, task.ID, contracts.StatusReady, contracts.StatusCancelled, 0.5)
 	require.Error(t, ctx.Err(), "the caller gave up during the commit")
 	require.NoError(t, err)
 	got, err := st.GetTask(context.Background(), task.ID)
@@ -188,7 +188,7 @@ func TestACallerGivingUpDuringCommitLearnsTheOutcome(t *testing.T) {
 
 	// Given up before the transaction went out: nothing is written.
 	other := newTask(t, st, nil)
-	err = st.TransferWithSlowCommitForTest(ctx, other.ID, contracts.StatusReady, contracts.StatusCancelled, 0)
+	err = st.ChangeStatusForTest(ctx, other.ID, contracts.StatusReady, contracts.StatusCancelled, 0)
 	require.ErrorIs(t, err, context.Canceled)
 	got, err = st.GetTask(context.Background(), other.ID)
 	require.NoError(t, err)
@@ -204,13 +204,13 @@ func TestAQueuedUpdateOfARowInAnotherStateFails(t *testing.T) {
 	ctx := context.Background()
 	task := newTask(t, st, nil)
 
-	err := st.UpdateStatusForTest(ctx, task.ID, contracts.StatusRunning, contracts.StatusSuccess)
+	err := st.ChangeStatusForTest(ctx, task.ID, contracts.StatusRunning, contracts.StatusSuccess, 0)
 	require.ErrorContains(t, err, "cannot be null")
 	got, err := st.GetTask(ctx, task.ID)
 	require.NoError(t, err)
 	require.Equal(t, contracts.StatusReady, got.Status, "nothing committed")
 
-	require.NoError(t, st.UpdateStatusForTest(ctx, task.ID, contracts.StatusReady, contracts.StatusCancelled))
+	require.NoError(t, st.ChangeStatusForTest(ctx, task.ID, contracts.StatusReady, contracts.StatusCancelled, 0))
 	got, err = st.GetTask(ctx, task.ID)
 	require.NoError(t, err)
 	require.Equal(t, contracts.StatusCancelled, got.Status, "a row in the step's from state changes")
