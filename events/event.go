@@ -82,10 +82,27 @@ const (
 )
 
 // TaskDue tells the dispatcher that a task's due time has come.
+//
+// Type, Attempt and Status are the task as the timer indexed it (Status
+// READY or RETRYING). A command that has them is lean: the dispatcher hands
+// the task on without reading its row, fencing the claim (or the RETRYING
+// -> READY transfer) on that attempt and on the due time NextRunTimeMs, so
+// a task re-scheduled since it was indexed is neither started early nor
+// twice. A command without them (a timer that predates them, or an index
+// entry written before) is read back first.
 type TaskDue struct {
 	TaskID        int64              `json:"task_id,string"`
 	Priority      contracts.Priority `json:"priority"`
 	NextRunTimeMs int64              `json:"next_run_time_ms"`
+	Type          string             `json:"type,omitempty"`
+	Attempt       int                `json:"attempt,omitempty"`
+	Status        contracts.Status   `json:"status,omitempty"`
+}
+
+// Lean reports whether the command says all the dispatcher needs to hand
+// the task on without reading it.
+func (d TaskDue) Lean() bool {
+	return d.Type != "" && (d.Status == contracts.StatusReady || d.Status == contracts.StatusRetrying)
 }
 
 // TaskDispatched hands a due, READY task to the executors of its type.
@@ -101,6 +118,10 @@ type TaskDue struct {
 // shortest length until the claim tells the timeout. Executors that predate
 // taking the payload from the claim would run a task with no payload:
 // upgrade executors before dispatchers.
+//
+// The claim also requires the task's due time to be no later than
+// NextRunTimeMs (when set): a dispatch built from an event or an index
+// entry, not from the row, cannot start a task re-scheduled since.
 type TaskDispatched struct {
 	TaskID        int64  `json:"task_id,string"`
 	Type          string `json:"type"`

@@ -133,13 +133,12 @@ func (d *Dispatcher) handleDue(ctx context.Context, msgs []jetstream.Msg) error 
 
 // handleReady dispatches the tasks of READY events routed to the
 // dispatcher (events.RouteDispatch: due when they became READY); the timer
-// passes over those events. Unlike a due command, such an event is the
-// transfer itself, a moment old, so the task is not read back: it is handed
-// on as a lean dispatch (events.TaskDispatched.Load) built from the event,
-// and the executor's claim — which locks the row anyway, and succeeds only
-// while the task is still READY at that attempt — supplies the payload and
-// settings. That saves a query per batch on the path of every task due at
-// once. A paused type is still held back (cached, confirmed in MySQL).
+// passes over those events. The event is the transfer itself, a moment
+// old, so the task is not read back: it is handed on as a lean dispatch
+// (events.TaskDispatched.Load) built from the event, and the executor's
+// claim — which locks the row anyway, and succeeds only while the task is
+// still READY at that attempt and due time — supplies the payload and
+// settings. A paused type is still held back (cached, confirmed in MySQL).
 func (d *Dispatcher) handleReady(ctx context.Context, msgs []jetstream.Msg) error {
 	var (
 		hs     []*handOff
@@ -171,23 +170,34 @@ func (d *Dispatcher) handleReady(ctx context.Context, msgs []jetstream.Msg) erro
 	return d.handOff(ctx, hs)
 }
 
-// DispatchBatch re-checks the tasks of due commands in one query and hands
-// those that are READY (or RETRYING with their backoff elapsed), due and
-// of a type that is not paused to the executors of their type, on the lane
-// each was popped from (empty means the task's own). Everything else is
-// dropped and counted. One query, at most one transaction, one batch of
-// publishes and one Redis pipeline serve the whole batch.
+// DispatchBatch hands the tasks of due commands that are READY (or
+// RETRYING with their backoff elapsed), due and of a type that is not
+// paused to the executors of their type, on the lane each was popped from
+// (empty means the task's own). Everything else is dropped and counted.
+//
+// A lean command (events.TaskDue.Lean: the timer indexed the task with its
+// type, attempt and state) is not read back: its dispatch is lean too, and
+// the claim — or, for a RETRYING task, the transfer to READY here — is
+// fenced on that attempt and on the indexed due time, so a task that moved
+// on or was re-scheduled since loses there instead of here. Other commands
+// are re-checked in one query. At most one query, one transaction, one
+// batch of publishes and one Redis pipeline serve the whole batch.
 func (d *Dispatcher) DispatchBatch(ctx context.Context, dues []events.TaskDue) error {
 	if len(dues) == 0 {
 		return nil
 	}
-	ids := make([]int64, len(dues))
-	for i, due := range dues {
-		ids[i] = due.TaskID
+	var ids []int64
+	for _, due := range dues {
+		if !due.Lean() {
+			ids = append(ids, due.TaskID)
+		}
 	}
-	tasks, err := d.store.DueTasks(ctx, ids)
-	if err != nil {
-		return err
+	tasks := map[int64]*store.DueTask{}
+	if len(ids) > 0 {
+		var err error
+		if tasks, err = d.store.DueTasks(ctx, ids); err != nil {
+			return err
+		}
 	}
 	now := d.clock.Now().UnixMilli()
 	var (
@@ -197,7 +207,11 @@ func (d *Dispatcher) DispatchBatch(ctx context.Context, dues []events.TaskDue) e
 		paused      = d.pauses()
 	)
 	for _, due := range dues {
-		task := tasks[due.TaskID]
+		task, lean := tasks[due.TaskID], due.Lean()
+		if lean {
+			task = &store.DueTask{ID: due.TaskID, Type: due.Type, Priority: due.Priority, Status: due.Status,
+				Attempt: due.Attempt, NextRunTimeMs: due.NextRunTimeMs}
+		}
 		switch {
 		case task == nil:
 			metrics.DispatchSkipped.WithLabelValues("not_found").Inc()
@@ -226,16 +240,21 @@ func (d *Dispatcher) DispatchBatch(ctx context.Context, dues []events.TaskDue) e
 		}
 		h := &handOff{lane: lane, task: events.TaskDispatched{
 			TaskID: task.ID, Type: task.Type, Attempt: task.Attempt,
-			TimeoutMs: task.TimeoutMs, NextRunTimeMs: task.NextRunTimeMs,
+			TimeoutMs: task.TimeoutMs, NextRunTimeMs: task.NextRunTimeMs, Load: lean,
 		}}
 		if task.Status == contracts.StatusRetrying {
 			// Its backoff has elapsed: it becomes READY (fenced, so a racing
 			// dispatcher replica or a cancel wins cleanly) and goes on at once.
-			attempt := task.Attempt
+			attempt, dueBy := task.Attempt, task.NextRunTimeMs
+			reason := "backoff elapsed"
+			if !lean {
+				reason = fmt.Sprintf("backoff elapsed; retry %d of %d", task.RetryCount, task.MaxRetries)
+			}
 			retrying = append(retrying, []store.TransferParams{{
 				TaskID: task.ID, From: contracts.StatusRetrying, To: contracts.StatusReady, Attempt: &attempt,
-				Route:  events.RouteDispatched, // dispatched below, in this very pass
-				Reason: fmt.Sprintf("backoff elapsed; retry %d of %d", task.RetryCount, task.MaxRetries),
+				DueByMs: &dueBy,
+				Route:   events.RouteDispatched, // dispatched below, in this very pass
+				Reason:  reason,
 			}})
 			h.retrying = len(retrying)
 		}

@@ -124,3 +124,59 @@ func TestDueCommandsDispatchWhereNotWhat(t *testing.T) {
 	require.Equal(t, events.TaskDispatched{TaskID: due, Type: "ax.noop", Attempt: 0, TimeoutMs: 5000, NextRunTimeMs: now - 10}, td,
 		"not lean: the lease is sized by the timeout from the start")
 }
+
+// TestLeanDueCommandsAreFencedNotRead: a due command that says the task's
+// type, attempt and state (what the timer indexes) is handed on as a lean
+// dispatch; a RETRYING task becomes READY first, and one whose due time
+// moved later since it was indexed stays where it is and is not dispatched.
+func TestLeanDueCommandsAreFencedNotRead(t *testing.T) {
+	st, conn := startDispatcher(t, false)
+	ctx := context.Background()
+
+	now := time.Now().UnixMilli()
+	const ready, retrying, moved int64 = 21, 22, 23
+	for _, id := range []int64{ready, retrying, moved} {
+		_, _, err := st.CreateTask(ctx, store.NewTask{ID: id, Type: "ax.noop", Priority: contracts.PriorityLow,
+			Status: contracts.StatusReady, NextRunTimeMs: now - 10, MaxRetries: 3, TimeoutMs: 5000, Reason: "test"})
+		require.NoError(t, err)
+	}
+	backoff := func(id, until int64) {
+		attempt := 0
+		_, err := st.Transfer(ctx, store.TransferParams{TaskID: id, From: contracts.StatusReady, To: contracts.StatusRetrying,
+			Attempt: &attempt, NextRunTimeMs: &until, Reason: "test backoff"})
+		require.NoError(t, err)
+	}
+	backoff(retrying, now-10)
+	backoff(moved, now-5) // re-scheduled after the command below was popped
+
+	var cmds []bus.Msg
+	for id, status := range map[int64]contracts.Status{ready: contracts.StatusReady,
+		retrying: contracts.StatusRetrying, moved: contracts.StatusRetrying} {
+		data, err := json.Marshal(events.TaskDue{TaskID: id, Priority: contracts.PriorityLow, NextRunTimeMs: now - 10,
+			Type: "ax.noop", Attempt: 0, Status: status})
+		require.NoError(t, err)
+		cmds = append(cmds, bus.Msg{Subject: events.SubjectDue, Data: data})
+	}
+	require.NoError(t, bus.PublishBatch(ctx, conn.JS, cmds))
+
+	got := map[int64]events.TaskDispatched{}
+	for _, m := range dispatchedMsgs(t, conn) {
+		var td events.TaskDispatched
+		require.NoError(t, events.Decode(m.Data(), &td))
+		got[td.TaskID] = td
+	}
+	lean := func(id int64) events.TaskDispatched {
+		return events.TaskDispatched{TaskID: id, Type: "ax.noop", NextRunTimeMs: now - 10, Load: true}
+	}
+	require.Equal(t, map[int64]events.TaskDispatched{ready: lean(ready), retrying: lean(retrying)}, got)
+
+	for id, want := range map[int64]contracts.Status{ready: contracts.StatusReady,
+		retrying: contracts.StatusReady, moved: contracts.StatusRetrying} {
+		task, err := st.GetTask(ctx, id)
+		require.NoError(t, err)
+		require.Equal(t, want, task.Status, "task %d", id)
+	}
+	hist, err := st.History(ctx, retrying)
+	require.NoError(t, err)
+	require.Equal(t, "backoff elapsed", hist[len(hist)-1].Reason)
+}

@@ -136,13 +136,21 @@ func (e *Executor) resizeLeases(ctx context.Context, runs []*run) {
 	}
 }
 
-// claimParams is the fenced READY -> RUNNING transfer of a claim.
+// claimParams is the fenced READY -> RUNNING transfer of a claim: it holds
+// only while the task is READY at the dispatched attempt and due no later
+// than the dispatch says (a dispatch built from an event or index entry
+// must not start a task re-scheduled since; its newer dispatch will).
 func (e *Executor) claimParams(d *events.TaskDispatched) store.TransferParams {
 	attempt := d.Attempt
-	return store.TransferParams{
+	p := store.TransferParams{
 		TaskID: d.TaskID, From: contracts.StatusReady, To: contracts.StatusRunning,
 		Reason: "claimed by " + e.cfg.Node, Attempt: &attempt, Claim: true, Executor: e.cfg.Node,
 	}
+	if d.NextRunTimeMs > 0 {
+		due := d.NextRunTimeMs
+		p.DueByMs = &due
+	}
+	return p
 }
 
 // takeBatch claims the tasks of hs together — their leases in one Redis

@@ -50,7 +50,7 @@ func TestReconcileRedrivesOnlyTasksNotDispatchedLately(t *testing.T) {
 	require.NoError(t, err)
 	want := make([]string, 0, n-25)
 	for _, id := range ids[25:] {
-		want = append(want, strconv.FormatInt(id, 10))
+		want = append(want, strconv.FormatInt(id, 10)+":0:ready:ax.noop")
 	}
 	require.ElementsMatch(t, want, indexed)
 

@@ -182,7 +182,8 @@ func (t *Timer) handleReady(ctx context.Context, msgs []jetstream.Msg) error {
 			metrics.TimerSkipped.Inc()
 			continue
 		}
-		refs = append(refs, store.DueRef{ID: ev.TaskID, Priority: ev.Priority, NextRunTimeMs: ev.NextRunTimeMs})
+		refs = append(refs, store.DueRef{ID: ev.TaskID, Priority: ev.Priority, NextRunTimeMs: ev.NextRunTimeMs,
+			Type: ev.Type, Attempt: ev.Attempt, Status: ev.To})
 	}
 	return t.Index(ctx, refs)
 }
@@ -242,7 +243,7 @@ func (t *Timer) Index(ctx context.Context, refs []store.DueRef) error {
 		if prio.Rank() < 0 {
 			prio = contracts.PriorityNormal
 		}
-		pipe.ZAdd(ctx, t.keys.Lane(prio), redis.Z{Score: float64(r.NextRunTimeMs), Member: strconv.FormatInt(r.ID, 10)})
+		pipe.ZAdd(ctx, t.keys.Lane(prio), redis.Z{Score: float64(r.NextRunTimeMs), Member: member(r)})
 		if earliest < 0 || r.NextRunTimeMs < earliest {
 			earliest = r.NextRunTimeMs
 		}
@@ -314,14 +315,16 @@ func (t *Timer) RunOnce(ctx context.Context) (time.Duration, error) {
 	var msgs []bus.Msg
 	for i := 2; i+2 < len(res); i += 3 {
 		lane := contracts.PriorityFromRank(int(toInt(res[i])))
-		id, err := strconv.ParseInt(fmt.Sprint(res[i+1]), 10, 64)
+		ref, err := parseMember(fmt.Sprint(res[i+1]))
 		if err != nil {
-			t.logger.Error("dropping malformed lane member", "member", res[i+1])
+			// The reconciler finds the task in MySQL if it is one.
+			t.logger.Error("dropping malformed lane member", "member", res[i+1], "err", err)
 			continue
 		}
-		data, _ := json.Marshal(events.TaskDue{TaskID: id, Priority: lane, NextRunTimeMs: toInt(res[i+2])})
+		data, _ := json.Marshal(events.TaskDue{TaskID: ref.ID, Priority: lane, NextRunTimeMs: toInt(res[i+2]),
+			Type: ref.Type, Attempt: ref.Attempt, Status: ref.Status})
 		msgs = append(msgs, bus.Msg{Subject: events.SubjectDue, EventType: events.TypeTaskDue,
-			CorrelationID: strconv.FormatInt(id, 10), Data: data})
+			CorrelationID: strconv.FormatInt(ref.ID, 10), Data: data})
 		metrics.TimerDue.WithLabelValues(string(lane)).Inc()
 	}
 	if len(msgs) > 0 {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
 	"github.com/axsched/ax/contracts"
@@ -107,7 +108,8 @@ func TestLostIndexIsRebuiltFromMySQL(t *testing.T) {
 	require.NoError(t, err)
 	members, err := tm.rdb.ZRange(ctx, tm.keys.Lane(contracts.PriorityLow), 0, -1).Result()
 	require.NoError(t, err)
-	require.ElementsMatch(t, []string{"100", "101", "102", "103", "104"}, members)
+	require.ElementsMatch(t, []string{"100:0:ready:ax.noop", "101:0:ready:ax.noop", "102:0:ready:ax.noop",
+		"103:0:ready:ax.noop", "104:0:ready:ax.noop"}, members, "rebuilt lean: with type, attempt and state")
 	require.EqualValues(t, 1, tm.rdb.Exists(ctx, tm.keys.Generation()).Val())
 }
 
@@ -163,5 +165,30 @@ func TestReadyEventsAreIndexedByRoute(t *testing.T) {
 	require.NoError(t, tm.handleReady(ctx, msgs))
 	members, err := tm.rdb.ZRange(ctx, tm.keys.Lane(contracts.PriorityNormal), 0, -1).Result()
 	require.NoError(t, err)
-	require.ElementsMatch(t, []string{"1", "4"}, members)
+	require.ElementsMatch(t, []string{"1:0:ready:ax.noop", "4:0:retrying:ax.noop"}, members)
+}
+
+// TestDueCommandsSayWhatTheIndexKnows: a task indexed with its type,
+// attempt and state becomes a lean due command; a bare ID (an entry from a
+// timer that predates lean entries) still becomes a plain one, which the
+// dispatcher reads back; a malformed member is dropped, not passed on.
+func TestDueCommandsSayWhatTheIndexKnows(t *testing.T) {
+	tm, _ := newTimer(t)
+	ctx := context.Background()
+	past := time.Now().Add(-time.Second).UnixMilli()
+	require.NoError(t, tm.Index(ctx, []store.DueRef{{ID: 31, Priority: contracts.PriorityHigh, NextRunTimeMs: past,
+		Type: "ax.noop", Attempt: 2, Status: contracts.StatusRetrying}}))
+	lane := tm.keys.Lane(contracts.PriorityNormal)
+	require.NoError(t, tm.rdb.ZAdd(ctx, lane, redis.Z{Score: float64(past), Member: "32"},
+		redis.Z{Score: float64(past), Member: "33:x:ready:ax.noop"}).Err())
+	_, err := tm.RunOnce(ctx)
+	require.NoError(t, err)
+
+	got := dueCommands(t, tm)
+	require.ElementsMatch(t, []events.TaskDue{
+		{TaskID: 31, Priority: contracts.PriorityHigh, NextRunTimeMs: past, Type: "ax.noop", Attempt: 2, Status: contracts.StatusRetrying},
+		{TaskID: 32, Priority: contracts.PriorityNormal, NextRunTimeMs: past},
+	}, got)
+	require.True(t, got[0].Lean() != got[1].Lean(), "one lean, one to read back")
+	require.Zero(t, tm.rdb.ZCard(ctx, lane).Val(), "the malformed member left the lane too")
 }

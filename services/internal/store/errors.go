@@ -29,9 +29,17 @@ type ConflictError struct {
 	WantAttempt   int
 	ActualAttempt int
 	Fenced        bool
+	// NotDue: the state and attempt held, but the task is due at DueAtMs,
+	// later than the transfer's TransferParams.DueByMs.
+	NotDue           bool
+	DueAtMs, DueByMs int64
 }
 
 func (e *ConflictError) Error() string {
+	if e.NotDue {
+		return fmt.Sprintf("task %d: transfer %s->%s refused: the task is due at %d, after %d (rescheduled since)",
+			e.TaskID, e.From, e.To, e.DueAtMs, e.DueByMs)
+	}
 	if e.Fenced && e.Actual == e.From {
 		return fmt.Sprintf("task %d: transfer %s->%s fenced off: attempt %d is stale, current attempt is %d",
 			e.TaskID, e.From, e.To, e.WantAttempt, e.ActualAttempt)

@@ -10,18 +10,25 @@ import (
 	"github.com/axsched/ax/contracts"
 )
 
-// DueRef is what the timer needs to index a READY task.
+// DueRef is what the timer needs to index a waiting task: when it is due
+// and on which lane, and what the dispatcher needs to hand it on without
+// reading the row (its type, attempt and state, READY or RETRYING). Type
+// is empty where the source did not say (events written before migration
+// 0007): such a task is read back when it falls due.
 type DueRef struct {
 	ID            int64
 	Priority      contracts.Priority
 	NextRunTimeMs int64
+	Type          string
+	Attempt       int
+	Status        contracts.Status
 }
 
 // ReadyPage returns READY and RETRYING tasks (both wait for a due time)
 // with id > afterID in id order, for rebuilding the timer's index from the
 // truth.
 func (s *Store) ReadyPage(ctx context.Context, afterID int64, limit int) ([]DueRef, error) {
-	return s.dueRefs(ctx, `SELECT id, priority, next_run_time FROM tasks
+	return s.dueRefs(ctx, `SELECT id, priority, next_run_time, task_type, attempt, status FROM tasks
 		WHERE status IN ('READY', 'RETRYING') AND id > ? ORDER BY id LIMIT ?`, afterID, limit)
 }
 
@@ -36,7 +43,7 @@ func (s *Store) StaleReady(ctx context.Context, horizonMs int64, grace time.Dura
 	if after != nil {
 		afterNext, afterID = after.NextRunTimeMs, after.ID
 	}
-	return s.dueRefs(ctx, `SELECT id, priority, next_run_time FROM tasks
+	return s.dueRefs(ctx, `SELECT id, priority, next_run_time, task_type, attempt, status FROM tasks
 		WHERE status IN ('READY', 'RETRYING') AND next_run_time <= ?
 		  AND (next_run_time > ? OR (next_run_time = ? AND id > ?))
 		  AND updated_at < NOW(3) - INTERVAL ? MICROSECOND
@@ -53,12 +60,15 @@ func (s *Store) dueRefs(ctx context.Context, q string, args ...any) ([]DueRef, e
 	defer rows.Close()
 	var out []DueRef
 	for rows.Next() {
-		var d DueRef
-		var prio int
-		if err := rows.Scan(&d.ID, &prio, &d.NextRunTimeMs); err != nil {
+		var (
+			d      DueRef
+			prio   int
+			status string
+		)
+		if err := rows.Scan(&d.ID, &prio, &d.NextRunTimeMs, &d.Type, &d.Attempt, &status); err != nil {
 			return nil, fmt.Errorf("scan ready task: %w", err)
 		}
-		d.Priority = contracts.PriorityFromRank(prio)
+		d.Priority, d.Status = contracts.PriorityFromRank(prio), contracts.Status(status)
 		out = append(out, d)
 	}
 	return out, rows.Err()
@@ -159,7 +169,7 @@ func (s *Store) Heartbeat(ctx context.Context, refs []AttemptRef) (map[int64]boo
 // ReadyOfType returns READY tasks of one type with id > afterID, for
 // re-indexing a resumed type at once.
 func (s *Store) ReadyOfType(ctx context.Context, taskType string, afterID int64, limit int) ([]DueRef, error) {
-	return s.dueRefs(ctx, `SELECT id, priority, next_run_time FROM tasks
+	return s.dueRefs(ctx, `SELECT id, priority, next_run_time, task_type, attempt, status FROM tasks
 		WHERE status IN ('READY', 'RETRYING') AND task_type = ? AND id > ? ORDER BY id LIMIT ?`, taskType, afterID, limit)
 }
 

@@ -51,6 +51,12 @@ type TransferParams struct {
 	// history row (from = to = the current state) and a task.rejected event
 	// say who tried what, and why it was refused.
 	RecordRejection bool
+	// DueByMs, when set, makes the transfer apply only while the task's
+	// next_run_time is at most this: a dispatch or due command built from
+	// what the task looked like when it was indexed (no read of the row)
+	// then cannot start a task whose due time has moved later since; it
+	// fails with a *ConflictError whose NotDue is set.
+	DueByMs *int64
 	// Also runs extra writes inside the transfer's transaction, after the
 	// history row; an error rolls all of it back.
 	Also func(ctx context.Context, tx Execer) error
@@ -182,6 +188,10 @@ func (s *Store) recordRejection(ctx context.Context, p TransferParams, ce *Confl
 	}
 	reason := fmt.Sprintf("rejected %s->%s from attempt %s: the task is %s at attempt %d (%s)",
 		p.From, p.To, want, ce.Actual, ce.ActualAttempt, p.Reason)
+	if ce.NotDue {
+		reason = fmt.Sprintf("rejected %s->%s: the task is due at %d, after %d (%s)",
+			p.From, p.To, ce.DueAtMs, ce.DueByMs, p.Reason)
+	}
 	err := s.inTx(context.WithoutCancel(ctx), func(tx *pipeTx) error {
 		var taskType string
 		var prio int
@@ -272,6 +282,11 @@ func (s *Store) transferBatchTx(ctx context.Context, tx *pipeTx, chains [][]Tran
 					ce.WantAttempt = *p.Attempt
 				}
 				out[i].Err = ce
+				break
+			}
+			if p.DueByMs != nil && st.next > *p.DueByMs {
+				out[i].Err = &ConflictError{TaskID: p.TaskID, From: p.From, To: p.To, Actual: st.status,
+					ActualAttempt: st.attempt, NotDue: true, DueAtMs: st.next, DueByMs: *p.DueByMs}
 				break
 			}
 			st.status = p.To

@@ -159,3 +159,43 @@ func TestTransferBatchRaceClaimsEachTaskOnce(t *testing.T) {
 		GROUP BY task_id HAVING COUNT(*) <> 1) x`).Scan(&dupes))
 	require.Zero(t, dupes, "tasks without exactly one RUNNING history row")
 }
+
+// TestADueGuardRefusesATaskDueLater: a transfer with DueByMs applies only
+// while the task is due by then; refused, it changes nothing and says why,
+// and a recorded rejection names the two times.
+func TestADueGuardRefusesATaskDueLater(t *testing.T) {
+	ctx := context.Background()
+	st, _ := testenv.Store(t)
+	onTime, moved, traced := newTask(t, st, nil), newTask(t, st, nil), newTask(t, st, nil)
+	guarded := func(task *store.Task, dueBy int64, record bool) []store.TransferParams {
+		p := claim(task.ID, 0, "n1")
+		p.DueByMs, p.RecordRejection = &dueBy, record
+		return []store.TransferParams{p}
+	}
+	out, err := st.TransferBatch(ctx, [][]store.TransferParams{
+		guarded(onTime, onTime.NextRunTimeMs, false),  // due exactly then: applies
+		guarded(moved, moved.NextRunTimeMs-1, false),  // due a millisecond later than the dispatch says
+		guarded(traced, traced.NextRunTimeMs-5, true), // the same, leaving a trace
+	})
+	require.NoError(t, err)
+	require.NoError(t, out[0].Err)
+	for _, k := range []int{1, 2} {
+		var ce *store.ConflictError
+		require.ErrorAs(t, out[k].Err, &ce)
+		require.ErrorIs(t, out[k].Err, store.ErrConflict)
+		require.True(t, ce.NotDue)
+		require.Contains(t, ce.Error(), "rescheduled")
+	}
+
+	for id, want := range map[int64]contracts.Status{onTime.ID: contracts.StatusRunning,
+		moved.ID: contracts.StatusReady, traced.ID: contracts.StatusReady} {
+		got, err := st.GetTask(ctx, id)
+		require.NoError(t, err)
+		require.Equal(t, want, got.Status, "task %d", id)
+	}
+	require.Equal(t, 1, countRows(t, st, moved.ID).history, "a refused claim writes nothing")
+	hist, err := st.History(ctx, traced.ID)
+	require.NoError(t, err)
+	require.Len(t, hist, 2)
+	require.Contains(t, hist[1].Reason, "is due at", "the rejection row names the due time")
+}
