@@ -81,33 +81,49 @@ func (c *collector) dropped() int {
 
 // wait blocks until every task in ids has a successful report. It gives up
 // when no report at all arrived for stall, and says how many are missing.
+//
+// Each check walks ids from the first task not yet seen to succeed and
+// stops at the next one still pending: all are done only when that walk
+// reaches the end, and the walk over a whole run costs one lookup per task
+// plus one per check. (Re-checking every pending task every 20 ms cost the
+// harness about a CPU-second per 50,000 tasks, on the cores it shares with
+// what it measures.)
 func (c *collector) wait(ctx context.Context, ids []int64, stall time.Duration) error {
 	pending := ids
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
 	for {
 		c.mu.Lock()
-		left := pending[:0:0]
-		for _, id := range pending {
-			if !c.succeeded(id) {
-				left = append(left, id)
-			}
+		for len(pending) > 0 && c.succeeded(pending[0]) {
+			pending = pending[1:]
 		}
 		quiet := time.Since(c.lastAt)
 		c.mu.Unlock()
-		pending = left
 		if len(pending) == 0 {
 			return nil
 		}
 		if quiet > stall {
-			return fmt.Errorf("%d of %d tasks never reported success (nothing arrived for %s)", len(pending), len(ids), stall)
+			return fmt.Errorf("%d of %d tasks never reported success (nothing arrived for %s)", c.unfinished(pending), len(ids), stall)
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("%d of %d tasks not reported yet: %w", len(pending), len(ids), ctx.Err())
+			return fmt.Errorf("%d of %d tasks not reported yet: %w", c.unfinished(pending), len(ids), ctx.Err())
 		case <-tick.C:
 		}
 	}
+}
+
+// unfinished counts the tasks of ids without a successful report.
+func (c *collector) unfinished(ids []int64) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for _, id := range ids {
+		if !c.succeeded(id) {
+			n++
+		}
+	}
+	return n
 }
 
 // succeeded reports whether id has an OK report; c.mu is held.
