@@ -1,7 +1,9 @@
 package events
 
 // BenchDone reports one run of an ax.bench handler to the `ax bench`
-// harness, on SubjectBenchDone over core NATS. The handler takes its times
+// harness, on SubjectBenchDone over core NATS, where a message holds a JSON
+// array of them (executors before batching sent one object per message;
+// the harness reads both). The handler takes its times
 // itself, so the harness measures when work really started and ended rather
 // than when MySQL or an event said so. Times are Unix nanoseconds of the
 // executor's wall clock.

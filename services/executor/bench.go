@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -21,13 +22,16 @@ type benchPayload struct {
 	FailAttempts int `json:"fail_attempts"`
 }
 
-// Bench does no work but tells the `ax bench` harness, with one core NATS
-// message on events.SubjectBenchDone, when it started and ended. The handler
-// takes those times itself because nothing else in ax records when a handler
+// Bench does no work but tells the `ax bench` harness, over core NATS on
+// events.SubjectBenchDone, when it started and ended. The handler takes
+// those times itself because nothing else in ax records when a handler
 // really ran: history rows are written around it, in other transactions. It
 // fails while its attempt is at most {"fail_attempts": N}. The report is
 // fire-and-forget: a benchmark must not slow down or fail the task it
-// measures, and the harness counts what it did not receive.
+// measures, and the harness counts what it did not receive. Reports travel
+// in batches (a JSON array, at most benchReportBatch, sent within
+// benchReportWait of the first), so measuring 10,000 tasks a second does
+// not add 10,000 messages a second to the machine being measured.
 var Bench = HandlerFunc(func(ctx context.Context, t *Task) error {
 	start := time.Now()
 	var p benchPayload
@@ -41,30 +45,81 @@ var Bench = HandlerFunc(func(ctx context.Context, t *Task) error {
 		err = fmt.Errorf("ax.bench: attempt %d of the first %d fails", t.Attempt, p.FailAttempts)
 	}
 	end := time.Now()
-	if nc := benchConnFrom(ctx); nc != nil {
-		data, _ := json.Marshal(events.BenchDone{TaskID: t.ID, Attempt: t.Attempt,
+	if br := benchReporterFrom(ctx); br != nil {
+		br.add(events.BenchDone{TaskID: t.ID, Attempt: t.Attempt,
 			StartNs: start.UnixNano(), EndNs: end.UnixNano(), OK: err == nil})
-		// Buffered by the client and flushed in the background; an error
-		// (connection closed) only means the harness counts a missing report.
-		_ = nc.Publish(events.SubjectBenchDone, data)
 	}
 	return err
 })
 
-type benchConnKey struct{}
+const (
+	// benchReportBatch is the most reports one message carries.
+	benchReportBatch = 256
+	// benchReportWait is the longest a report waits for company.
+	benchReportWait = time.Millisecond
+)
 
-// withBenchConn hands the executor's NATS connection to the ax.bench
-// handler without widening the Handler interface for one built-in.
-func withBenchConn(ctx context.Context, nc *nats.Conn) context.Context {
-	if nc == nil {
-		return ctx
-	}
-	return context.WithValue(ctx, benchConnKey{}, nc)
+// benchReporter gathers ax.bench reports and publishes them in batches.
+type benchReporter struct {
+	nc      *nats.Conn
+	wait    time.Duration // benchReportWait; longer in tests
+	mu      sync.Mutex
+	pending []events.BenchDone
+	timer   *time.Timer
 }
 
-// benchConnFrom returns the connection, or nil outside an executor (in a
+func newBenchReporter(nc *nats.Conn) *benchReporter {
+	return &benchReporter{nc: nc, wait: benchReportWait}
+}
+
+func (b *benchReporter) add(r events.BenchDone) {
+	b.mu.Lock()
+	b.pending = append(b.pending, r)
+	switch {
+	case len(b.pending) >= benchReportBatch:
+		b.flushLocked()
+	case len(b.pending) == 1:
+		if b.timer == nil {
+			b.timer = time.AfterFunc(b.wait, b.flush)
+		} else {
+			b.timer.Reset(b.wait)
+		}
+	}
+	b.mu.Unlock()
+}
+
+// flush publishes what is pending (an executor calls it on its way out).
+func (b *benchReporter) flush() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.flushLocked()
+}
+
+func (b *benchReporter) flushLocked() {
+	if len(b.pending) == 0 {
+		return
+	}
+	data, _ := json.Marshal(b.pending)
+	b.pending = b.pending[:0]
+	// Buffered by the client and flushed in the background; an error
+	// (connection closed) only means the harness counts missing reports.
+	_ = b.nc.Publish(events.SubjectBenchDone, data)
+}
+
+type benchReporterKey struct{}
+
+// withBenchReporter hands the executor's reporter to the ax.bench handler
+// without widening the Handler interface for one built-in.
+func withBenchReporter(ctx context.Context, br *benchReporter) context.Context {
+	if br == nil {
+		return ctx
+	}
+	return context.WithValue(ctx, benchReporterKey{}, br)
+}
+
+// benchReporterFrom returns the reporter, or nil outside an executor (in a
 // unit test the handler then only succeeds or fails).
-func benchConnFrom(ctx context.Context) *nats.Conn {
-	nc, _ := ctx.Value(benchConnKey{}).(*nats.Conn)
-	return nc
+func benchReporterFrom(ctx context.Context) *benchReporter {
+	br, _ := ctx.Value(benchReporterKey{}).(*benchReporter)
+	return br
 }

@@ -3,6 +3,7 @@ package executor
 import (
 	"context"
 	"encoding/json"
+	"sync"
 	"testing"
 	"time"
 
@@ -10,17 +11,25 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/axsched/ax/events"
+	"github.com/axsched/ax/services/internal/bus"
 	"github.com/axsched/ax/services/internal/testenv"
 )
 
-func TestBenchReportsEveryAttempt(t *testing.T) {
+// benchReports subscribes to the reports before anything runs.
+func benchReports(t *testing.T) (*bus.Conn, chan *nats.Msg) {
+	t.Helper()
 	conn := testenv.NATS(t)
-	reports := make(chan *nats.Msg, 16)
+	reports := make(chan *nats.Msg, 64)
 	sub, err := conn.NC.ChanSubscribe(events.SubjectBenchDone, reports)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = sub.Unsubscribe() })
 	require.NoError(t, conn.NC.Flush())
-	ctx := withBenchConn(context.Background(), conn.NC)
+	return conn, reports
+}
+
+func TestBenchReportsEveryAttempt(t *testing.T) {
+	conn, reports := benchReports(t)
+	ctx := withBenchReporter(context.Background(), newBenchReporter(conn.NC))
 
 	tests := []struct {
 		name      string
@@ -47,8 +56,10 @@ func TestBenchReportsEveryAttempt(t *testing.T) {
 			}
 			select {
 			case m := <-reports:
-				var got events.BenchDone
-				require.NoError(t, events.Decode(m.Data, &got))
+				var batch []events.BenchDone
+				require.NoError(t, events.Decode(m.Data, &batch))
+				require.Len(t, batch, 1, "alone, a report goes on its own after the wait")
+				got := batch[0]
 				require.Equal(t, task.ID, got.TaskID)
 				require.Equal(t, tt.attempt, got.Attempt)
 				require.Equal(t, tt.wantOK, got.OK)
@@ -66,4 +77,57 @@ func TestBenchWithoutConnection(t *testing.T) {
 	// same.
 	require.NoError(t, Bench.Handle(context.Background(), &Task{ID: 1, Attempt: 1}))
 	require.Error(t, Bench.Handle(context.Background(), &Task{ID: 1, Attempt: 1, Payload: json.RawMessage(`{"fail_attempts":1}`)}))
+}
+
+// TestBenchReportsTravelInBatches: reports from handlers running at once
+// each arrive exactly once; a full batch goes at once and the rest when the
+// wait is over (or the executor flushes on its way out).
+func TestBenchReportsTravelInBatches(t *testing.T) {
+	conn, reports := benchReports(t)
+	br := newBenchReporter(conn.NC)
+	br.wait = time.Hour // only a full batch or the flush sends
+	ctx := withBenchReporter(context.Background(), br)
+
+	const n = 2*benchReportBatch + 10
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			require.NoError(t, Bench.Handle(ctx, &Task{ID: int64(5000 + i), Type: TypeBench, Attempt: 1}))
+		}()
+	}
+	wg.Wait()
+	read := func() []events.BenchDone {
+		select {
+		case m := <-reports:
+			var batch []events.BenchDone
+			require.NoError(t, events.Decode(m.Data, &batch))
+			return batch
+		case <-time.After(5 * time.Second):
+			t.Fatal("no report message")
+			return nil
+		}
+	}
+	seen := map[int64]int{}
+	for _, want := range []int{benchReportBatch, benchReportBatch} {
+		batch := read()
+		require.Len(t, batch, want, "a full batch goes at once")
+		for _, r := range batch {
+			seen[r.TaskID]++
+		}
+	}
+	select {
+	case <-reports:
+		t.Fatal("the remainder went before the wait or the flush")
+	case <-time.After(100 * time.Millisecond):
+	}
+	br.flush()
+	for _, r := range read() {
+		seen[r.TaskID]++
+	}
+	require.Len(t, seen, n)
+	for id, k := range seen {
+		require.Equal(t, 1, k, "report of task %d", id)
+	}
 }

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
@@ -54,9 +55,20 @@ func listen(url string, logger *slog.Logger) (*collector, error) {
 	return c, nil
 }
 
+// handle takes a message of reports: a JSON array of them, or a single
+// object from an executor that predates batching.
 func (c *collector) handle(m *nats.Msg) {
-	var r events.BenchDone
-	err := events.Decode(m.Data, &r)
+	var (
+		rs  []events.BenchDone
+		err error
+	)
+	if data := bytes.TrimLeft(m.Data, " \t\r\n"); len(data) > 0 && data[0] == '[' {
+		err = events.Decode(data, &rs)
+	} else {
+		var r events.BenchDone
+		err = events.Decode(m.Data, &r)
+		rs = []events.BenchDone{r}
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.lastAt = time.Now()
@@ -64,7 +76,9 @@ func (c *collector) handle(m *nats.Msg) {
 		c.malformed++
 		return
 	}
-	c.byTask[r.TaskID] = append(c.byTask[r.TaskID], r)
+	for _, r := range rs {
+		c.byTask[r.TaskID] = append(c.byTask[r.TaskID], r)
+	}
 }
 
 // close unsubscribes and disconnects.

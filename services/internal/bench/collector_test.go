@@ -22,14 +22,16 @@ func report(t *testing.T, c *collector, id int64, ok bool) {
 
 // TestWaitEndsWhenEveryTaskSucceeded: tasks finishing out of order, failed
 // runs and reports for other tasks do not end the wait early; the last
-// success ends it; a stall says how many never succeeded.
+// success ends it; a stall says how many never succeeded. Reports come in
+// batches or one per message (older executors).
 func TestWaitEndsWhenEveryTaskSucceeded(t *testing.T) {
 	c := &collector{byTask: map[int64][]events.BenchDone{}, logger: slog.Default(), lastAt: time.Now()}
 	ids := []int64{1, 2, 3, 4, 5}
-	report(t, c, 3, true)
-	report(t, c, 1, true)
-	report(t, c, 2, false) // a failed attempt is not a success
-	report(t, c, 99, true) // not one of ids
+	batch, err := json.Marshal([]events.BenchDone{{TaskID: 3, Attempt: 1, OK: true}, {TaskID: 1, Attempt: 1, OK: true}})
+	require.NoError(t, err)
+	c.handle(&nats.Msg{Data: batch}) // a batch, as executors send them
+	report(t, c, 2, false)           // a failed attempt is not a success
+	report(t, c, 99, true)           // not one of ids
 
 	done := make(chan error, 1)
 	go func() { done <- c.wait(context.Background(), ids, time.Minute) }()
@@ -56,6 +58,6 @@ func TestWaitEndsWhenEveryTaskSucceeded(t *testing.T) {
 
 	stalled := &collector{byTask: map[int64][]events.BenchDone{}, logger: slog.Default(), lastAt: time.Now()}
 	report(t, stalled, 2, true)
-	err := stalled.wait(context.Background(), []int64{1, 2, 3}, 30*time.Millisecond)
+	err = stalled.wait(context.Background(), []int64{1, 2, 3}, 30*time.Millisecond)
 	require.ErrorContains(t, err, "2 of 3 tasks never reported success")
 }

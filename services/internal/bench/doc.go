@@ -5,7 +5,7 @@
 // test that fails on time.
 //
 // Every workload uses the built-in task type ax.bench, whose handler
-// publishes one core NATS message per run (events.BenchDone) with its own
+// reports every run (events.BenchDone, batched over core NATS) with its own
 // start and end times; the harness subscribes before submitting and matches
 // reports to the task IDs the API returned. Durability is measured apart,
 // by polling MySQL until every task is SUCCESS.
