@@ -2,6 +2,7 @@ package events_test
 
 import (
 	"encoding/json"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -58,7 +59,7 @@ func BenchmarkEventEncodeDecode(b *testing.B) {
 		NextRunTimeMs: 1700000000123, Reason: "claimed by host-1", Actor: "executor@host-1", At: time.Now()}
 	b.ReportAllocs()
 	for range b.N {
-		data, err := json.Marshal(in)
+		data, err := events.Encode(in)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -155,6 +156,61 @@ func TestNodeTokens(t *testing.T) {
 		seen[tok] = node
 		if events.NodeToken(node) != tok {
 			t.Errorf("%q: token not stable", node)
+		}
+	}
+}
+
+// TestCodecMatchesEncodingJSON: the codec of events and commands writes the
+// bytes encoding/json writes and reads them back the same, so consumers in
+// any language, and ax versions before it, see no difference.
+func TestCodecMatchesEncodingJSON(t *testing.T) {
+	at := time.Date(2026, 12, 3, 6, 4, 5, 123456789, time.FixedZone("x", 3600))
+	odd := `a <b> & "c" é ` + "\u2028\x01\t"
+	for _, tc := range []struct {
+		name string
+		v    any
+		into func() any
+	}{
+		{"transferred", events.TaskTransferred{EventID: "01M8V8XGN4E2PWNSTCTN2R2HKM", TaskID: 2128092041172955136,
+			Type: "ax.noop", From: contracts.StatusRunning, To: contracts.StatusFailed, Attempt: 3,
+			Priority: contracts.PriorityHigh, NextRunTimeMs: 1700000000123, Reason: odd, Actor: "executor@h",
+			At: at, Route: events.RouteDispatch}, func() any { return &events.TaskTransferred{} }},
+		{"due, lean", events.TaskDue{TaskID: 7, Priority: contracts.PriorityLow, NextRunTimeMs: 5, Type: "ax.noop",
+			Attempt: 2, Status: contracts.StatusRetrying}, func() any { return &events.TaskDue{} }},
+		{"due, plain", events.TaskDue{TaskID: 7, NextRunTimeMs: 5}, func() any { return &events.TaskDue{} }},
+		{"dispatched", events.TaskDispatched{TaskID: 9, Type: "t", Attempt: 1, NextRunTimeMs: 5, Load: true},
+			func() any { return &events.TaskDispatched{} }},
+		{"bench reports", []events.BenchDone{{TaskID: 1, Attempt: 1, StartNs: 2, EndNs: 3, OK: true}, {TaskID: 2}},
+			func() any { return &[]events.BenchDone{} }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			want, err := json.Marshal(tc.v)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := events.Encode(tc.v)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(got) != string(want) {
+				t.Fatalf("encoded\n got %s\nwant %s", got, want)
+			}
+			a, b := tc.into(), tc.into()
+			if err := json.Unmarshal(want, a); err != nil {
+				t.Fatal(err)
+			}
+			if err := events.Decode(want, b); err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(a, b) {
+				t.Fatalf("decoded\n got %+v\nwant %+v", b, a)
+			}
+		})
+	}
+	for _, bad := range []string{`{"task_id":12}`, `{"task_id":"x"}`, `{`, `{"attempt":"1"}`, `[]`, `{"task_id":"1"} x`} {
+		var ref events.TaskRef
+		if err := events.Decode([]byte(bad), &ref); err == nil {
+			t.Errorf("Decode(%s) accepted what encoding/json refuses", bad)
 		}
 	}
 }

@@ -24,7 +24,6 @@ package dispatcher
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"log/slog"
 	"strconv"
@@ -323,7 +322,7 @@ func (d *Dispatcher) handOff(ctx context.Context, hs []*handOff) error {
 	now := float64(d.clock.Now().UnixMilli())
 	for i, h := range hs {
 		task := &h.task
-		data, err := json.Marshal(task)
+		data, err := events.Encode(task)
 		if err != nil {
 			return fmt.Errorf("encode dispatch of task %d: %w", task.TaskID, err)
 		}

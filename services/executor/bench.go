@@ -99,7 +99,7 @@ func (b *benchReporter) flushLocked() {
 	if len(b.pending) == 0 {
 		return
 	}
-	data, _ := json.Marshal(b.pending)
+	data, _ := events.Encode(b.pending)
 	b.pending = b.pending[:0]
 	// Buffered by the client and flushed in the background; an error
 	// (connection closed) only means the harness counts missing reports.

@@ -2,7 +2,6 @@ package timer
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"log/slog"
 	"strconv"
@@ -321,7 +320,7 @@ func (t *Timer) RunOnce(ctx context.Context) (time.Duration, error) {
 			t.logger.Error("dropping malformed lane member", "member", res[i+1], "err", err)
 			continue
 		}
-		data, _ := json.Marshal(events.TaskDue{TaskID: ref.ID, Priority: lane, NextRunTimeMs: toInt(res[i+2]),
+		data, _ := events.Encode(events.TaskDue{TaskID: ref.ID, Priority: lane, NextRunTimeMs: toInt(res[i+2]),
 			Type: ref.Type, Attempt: ref.Attempt, Status: ref.Status})
 		msgs = append(msgs, bus.Msg{Subject: events.SubjectDue, EventType: events.TypeTaskDue,
 			CorrelationID: strconv.FormatInt(ref.ID, 10), Data: data})

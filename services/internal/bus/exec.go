@@ -2,7 +2,6 @@ package bus
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -39,7 +38,7 @@ func MoveToDue(ctx context.Context, js jetstream.JetStream, c jetstream.Consumer
 				_ = m.Term() // undecodable: its task is re-driven from MySQL
 				continue
 			}
-			data, err := json.Marshal(events.TaskDue{TaskID: d.TaskID, Priority: lane, NextRunTimeMs: d.NextRunTimeMs})
+			data, err := events.Encode(events.TaskDue{TaskID: d.TaskID, Priority: lane, NextRunTimeMs: d.NextRunTimeMs})
 			if err != nil {
 				return moved, fmt.Errorf("encode due command of task %d: %w", d.TaskID, err)
 			}

@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -340,7 +339,7 @@ func readHistory(ctx context.Context, q querier, tail string, args ...any) ([]hi
 }
 
 func (h historyEvent) outboxRow() (OutboxRow, error) {
-	payload, err := json.Marshal(h.event)
+	payload, err := events.Encode(h.event)
 	if err != nil {
 		return OutboxRow{}, fmt.Errorf("encode event of task %d: %w", h.event.TaskID, err)
 	}
