@@ -111,9 +111,6 @@ type benchReporterKey struct{}
 // withBenchReporter hands the executor's reporter to the ax.bench handler
 // without widening the Handler interface for one built-in.
 func withBenchReporter(ctx context.Context, br *benchReporter) context.Context {
-	if br == nil {
-		return ctx
-	}
 	return context.WithValue(ctx, benchReporterKey{}, br)
 }
 

@@ -24,11 +24,14 @@ type DueRef struct {
 	Status        contracts.Status
 }
 
+// dueRefColumns are what dueRefs scans, in its order.
+const dueRefColumns = "id, priority, next_run_time, task_type, attempt, status"
+
 // ReadyPage returns READY and RETRYING tasks (both wait for a due time)
 // with id > afterID in id order, for rebuilding the timer's index from the
 // truth.
 func (s *Store) ReadyPage(ctx context.Context, afterID int64, limit int) ([]DueRef, error) {
-	return s.dueRefs(ctx, `SELECT id, priority, next_run_time, task_type, attempt, status FROM tasks
+	return s.dueRefs(ctx, `SELECT `+dueRefColumns+` FROM tasks
 		WHERE status IN ('READY', 'RETRYING') AND id > ? ORDER BY id LIMIT ?`, afterID, limit)
 }
 
@@ -43,7 +46,7 @@ func (s *Store) StaleReady(ctx context.Context, horizonMs int64, grace time.Dura
 	if after != nil {
 		afterNext, afterID = after.NextRunTimeMs, after.ID
 	}
-	return s.dueRefs(ctx, `SELECT id, priority, next_run_time, task_type, attempt, status FROM tasks
+	return s.dueRefs(ctx, `SELECT `+dueRefColumns+` FROM tasks
 		WHERE status IN ('READY', 'RETRYING') AND next_run_time <= ?
 		  AND (next_run_time > ? OR (next_run_time = ? AND id > ?))
 		  AND updated_at < NOW(3) - INTERVAL ? MICROSECOND
@@ -166,10 +169,10 @@ func (s *Store) Heartbeat(ctx context.Context, refs []AttemptRef) (map[int64]boo
 	return stale, rows.Err()
 }
 
-// ReadyOfType returns READY tasks of one type with id > afterID, for
+// ReadyOfType returns READY and RETRYING tasks of one type with id > afterID, for
 // re-indexing a resumed type at once.
 func (s *Store) ReadyOfType(ctx context.Context, taskType string, afterID int64, limit int) ([]DueRef, error) {
-	return s.dueRefs(ctx, `SELECT id, priority, next_run_time, task_type, attempt, status FROM tasks
+	return s.dueRefs(ctx, `SELECT `+dueRefColumns+` FROM tasks
 		WHERE status IN ('READY', 'RETRYING') AND task_type = ? AND id > ? ORDER BY id LIMIT ?`, taskType, afterID, limit)
 }
 
