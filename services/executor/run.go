@@ -68,8 +68,9 @@ func (e *Executor) retryLater(ctx context.Context, h *head, err error) {
 	_ = h.msg.NakWithDelay(time.Second)
 }
 
-// newRun prepares the run a claim of h would start.
-func (e *Executor) newRun(p *pool, h *head) *run {
+// newRun prepares the run a claim of h would start; typeTimeout is the
+// task type's current timeout (the settings cache).
+func (e *Executor) newRun(p *pool, h *head, typeTimeout time.Duration) *run {
 	d := &h.task
 	next := d.Attempt + 1
 	r := &run{
@@ -79,14 +80,17 @@ func (e *Executor) newRun(p *pool, h *head) *run {
 		lockVal: e.cfg.Node + ":" + strconv.Itoa(next),
 		pool:    p,
 	}
-	r.setDeadline(time.Duration(d.TimeoutMs)*time.Millisecond, e.cfg.LockTTL)
+	timeout := time.Duration(d.TimeoutMs) * time.Millisecond
 	if d.Load {
-		// A lean dispatch does not say the task's timeout: the lease starts
-		// at the shortest length and is resized right after the claim
-		// (claimed, resizeLeases). An executor that dies in between leaves
-		// a lease that lapses early, never one that outlasts the task's.
-		r.lockTTL = e.cfg.LockTTL
+		// A lean dispatch does not say the task's timeout. The lease starts
+		// at the type's, which a task has unless it was submitted with its
+		// own (or the type's changed since), so nearly every claim takes
+		// the right lease at once; the others are resized right after the
+		// claim (claimed, resizeLeases) instead of costing every claim a
+		// second Redis round trip before its handler starts.
+		timeout = typeTimeout
 	}
+	r.setDeadline(timeout, e.cfg.LockTTL)
 	return r
 }
 
@@ -105,8 +109,8 @@ func (r *run) setDeadline(timeout, minTTL time.Duration) {
 // claimed takes what the attempt runs with from the row its claim locked:
 // no dispatch carries the payload or retry counts, and a lean one
 // (TaskDispatched.Load) not the timeout either. It reports whether the
-// lease taken before the claim, sized by the message (a lean one:
-// LockTTL), must be resized to the task's own timeout.
+// lease taken before the claim, sized by the message (a lean one: by the
+// type's timeout), must be resized to the task's own.
 func (e *Executor) claimed(r *run, f *store.RunFields) (resize bool) {
 	if f == nil {
 		return false
@@ -119,8 +123,8 @@ func (e *Executor) claimed(r *run, f *store.RunFields) (resize bool) {
 }
 
 // resizeLeases sets the leases of runs to their own length at once (one
-// pipeline). Only lean dispatches of tasks whose timeout (plus
-// AbandonGrace) exceeds LockTTL need it. A failure is logged: the
+// pipeline). Only lean dispatches of tasks whose own timeout gives another
+// lease than their type's need it. A failure is logged: the
 // watchdog's next renewal, every RenewInterval (well within LockTTL), sets
 // the same length.
 func (e *Executor) resizeLeases(ctx context.Context, runs []*run) {
@@ -160,17 +164,19 @@ func (e *Executor) claimParams(d *events.TaskDispatched) store.TransferParams {
 // cluster-wide limit claims one task at a time, each waiting for a member
 // of the running set.
 func (e *Executor) takeBatch(ctx context.Context, p *pool, hs []*head) {
-	if e.settings(ctx, p).Concurrency > 0 {
+	settings := e.settings(ctx, p)
+	if settings.Concurrency > 0 {
 		for _, h := range hs {
 			e.take(ctx, p, h)
 		}
 		return
 	}
+	typeTimeout := time.Duration(settings.TimeoutMs) * time.Millisecond
 	runs := make([]*run, len(hs))
 	pipe := e.rdb.Pipeline()
 	locks := make([]*redis.BoolCmd, len(hs))
 	for i, h := range hs {
-		runs[i] = e.newRun(p, h)
+		runs[i] = e.newRun(p, h, typeTimeout)
 		locks[i] = pipe.SetNX(ctx, runs[i].lockKey, runs[i].lockVal, runs[i].lockTTL)
 	}
 	_, lockErr := pipe.Exec(ctx)
@@ -251,8 +257,8 @@ func subset(runs []*run, idx []int) []*run {
 // transfer; a nil run means another claimant won and the message is done.
 func (e *Executor) claim(ctx context.Context, p *pool, h *head) (*run, error) {
 	d := &h.task
-	r := e.newRun(p, h)
 	settings := e.settings(ctx, p)
+	r := e.newRun(p, h, time.Duration(settings.TimeoutMs)*time.Millisecond)
 	if settings.Concurrency > 0 {
 		r.limitKey = e.keys.RunningSet(p.spec.Name)
 		r.claimID = strconv.FormatUint(rand.Uint64(), 36)

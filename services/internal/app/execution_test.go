@@ -3,6 +3,7 @@ package app_test
 import (
 	"context"
 	"encoding/json"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -249,4 +250,51 @@ func TestBurstOverFullPoolLosesAndFailsNothing(t *testing.T) {
 	var requeues int
 	require.NoError(t, sys.db.QueryRow(`SELECT COUNT(*) FROM task_history WHERE reason LIKE 'pool full%'`).Scan(&requeues))
 	require.EqualValues(t, rejected, requeues, "every re-queue is in history")
+}
+
+// A task due at once reaches its executor as a lean dispatch, which does
+// not say the task's timeout: the lease taken before the claim is sized by
+// the type's timeout, and a task with a timeout of its own has its lease
+// resized right after the claim. Either way a running task's lease covers
+// its own timeout (plus the grace an abandoned handler gets), longer or
+// shorter than the type's, and never the shorter --lock-ttl.
+func TestLeanClaimsHoldLeasesAsLongAsTheirTasksTimeout(t *testing.T) {
+	rdb, k := testenv.Redis(t)
+	sys := startSystem(t, "127.0.0.1:6379", k.Prefix, nil)
+	ctx := context.Background()
+	typ, err := sys.api.GetType(ctx, "ax.sleep")
+	require.NoError(t, err)
+	typeTimeout, err := time.ParseDuration(typ.Timeout)
+	require.NoError(t, err)
+	require.Greater(t, typeTimeout, 2*time.Minute, "the type's timeout must exceed --lock-ttl for this test")
+
+	cases := []struct {
+		timeout string
+		want    time.Duration
+	}{
+		{"", typeTimeout},
+		{"20m", 20 * time.Minute},
+		{"90s", 90 * time.Second},
+	}
+	ids := make([]string, len(cases))
+	for i, c := range cases {
+		task, err := sys.api.Submit(ctx, contracts.SubmitRequest{Type: "ax.sleep", Timeout: c.timeout,
+			Payload: json.RawMessage(`{"ms":4000}`)})
+		require.NoError(t, err)
+		ids[i] = task.ID
+	}
+	for i, c := range cases {
+		waitStatus(t, sys.api, ids[i], contracts.StatusRunning, 15*time.Second)
+		id, err := strconv.ParseInt(ids[i], 10, 64)
+		require.NoError(t, err)
+		var ttl time.Duration
+		testenv.Eventually(t, 2*time.Second, "lease of task "+ids[i], func() bool {
+			ttl, err = rdb.PTTL(ctx, k.Lock(id)).Result()
+			require.NoError(t, err)
+			// The resize follows the claim at once; allow for the moments
+			// since, never for a lease sized by anything else.
+			return ttl > c.want+executor.AbandonGrace-5*time.Second
+		})
+		require.LessOrEqual(t, ttl, c.want+executor.AbandonGrace, "timeout %q", c.timeout)
+	}
 }
