@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"runtime/debug"
 	"strconv"
@@ -417,20 +418,21 @@ func (e *Executor) callHandler(ctx context.Context, h Handler, r *run) error {
 }
 
 func (e *Executor) finish(r *run, herr, cause error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
 	defer e.releaseLimit(r)
-	log := e.logger.With("task_id", r.task.ID, "type", r.task.Type, "attempt", r.task.Attempt)
+	// Built only when something is logged: finish runs once per task.
+	log := func() *slog.Logger {
+		return e.logger.With("task_id", r.task.ID, "type", r.task.Type, "attempt", r.task.Attempt)
+	}
 	switch {
 	case r.leaseOut.Load() || errors.Is(cause, errLeaseLost):
 		// Still try the fenced write: if nobody took the task over it is
 		// recorded; if somebody did, it is refused and the refusal is in the
 		// task's history.
-		log.Warn("lease lost while running", "err", herr)
+		log().Warn("lease lost while running", "err", herr)
 	case errors.Is(cause, errCancelled):
 		// The task is already CANCELLED in MySQL; there is nothing to write.
 		metrics.ExecutorRuns.WithLabelValues(r.task.Type, "cancelled").Inc()
-		log.Info("handler cancelled")
+		log().Info("handler cancelled")
 		e.releaseLocks([]*run{r})
 		return
 	}
@@ -457,7 +459,9 @@ func (e *Executor) finish(r *run, herr, cause error) {
 		if errors.Is(cause, errTimeout) {
 			f.Status, f.Reason, outcome = contracts.StatusTimeout, "deadline of "+r.deadline.String()+" exceeded on "+e.cfg.Node, "timeout"
 		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		policy := retry.PolicyOf(e.settings(ctx, r.pool))
+		cancel()
 		if policy.FailSilently {
 			// Non-core work: visible in metrics, but outside the alert rule.
 			outcome += "_silent"
@@ -467,10 +471,10 @@ func (e *Executor) finish(r *run, herr, cause error) {
 	metrics.ExecutorRuns.WithLabelValues(r.task.Type, outcome).Inc()
 	if err := e.recordOutcome(r, steps); err != nil {
 		if errors.Is(err, store.ErrConflict) {
-			log.Warn("outcome rejected: attempt is no longer current", "outcome", outcome, "err", err)
+			log().Warn("outcome rejected: attempt is no longer current", "outcome", outcome, "err", err)
 			return
 		}
-		log.Error("record outcome failed; the reaper will recover the task", "outcome", outcome, "err", err)
+		log().Error("record outcome failed; the reaper will recover the task", "outcome", outcome, "err", err)
 	}
 }
 

@@ -88,7 +88,7 @@ func (s *Store) CreateTasks(ctx context.Context, nts []NewTask) ([]BatchResult, 
 // creationRecords describes the first transfer of every created task, in
 // input order, for its history row and event.
 func (s *Store) creationRecords(nts []NewTask, created map[int64]bool, at time.Time) []transferRecord {
-	var recs []transferRecord
+	recs := make([]transferRecord, 0, len(created))
 	for _, nt := range nts {
 		if created[nt.ID] {
 			recs = append(recs, transferRecord{

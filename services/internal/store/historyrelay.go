@@ -49,6 +49,10 @@ type HistoryGaps struct {
 	// multi-primary setup spaces IDs out), read on the first pass.
 	step int64
 	now  func() time.Time
+	// buf is the row buffer a pass reads into, reused by the next: a
+	// relay makes hundreds of passes a second, and the rows of one are
+	// done with when it ends.
+	buf []historyEvent
 }
 
 // idRange is a run of history IDs, both ends included.
@@ -109,18 +113,23 @@ func (s *Store) RelayHistory(ctx context.Context, cursor int64, limit int, gaps 
 		}
 		gaps.step = max(gaps.step, 1)
 	}
-	rows, err := readHistory(ctx, s.db, `WHERE id > ? ORDER BY id LIMIT ?`, cursor, limit)
+	rows, err := readHistory(ctx, s.db, gaps.buf[:0], `WHERE id > ? ORDER BY id LIMIT ?`, cursor, limit)
 	if err != nil {
 		return RelayResult{}, err
 	}
+	defer func() { gaps.buf = rows[:0] }()
 	late, err := gaps.recheck(ctx, s.db)
 	if err != nil {
 		return RelayResult{}, err
 	}
 	take, next, held := gaps.advance(cursor, rows)
 	res := RelayResult{Held: held, Full: len(rows) >= limit, Next: cursor}
-	batch := make([]OutboxRow, 0, len(late)+len(take))
-	for _, h := range append(late, take...) {
+	all := take
+	if len(late) > 0 {
+		all = append(late, take...)
+	}
+	batch := make([]OutboxRow, 0, len(all))
+	for _, h := range all {
 		if h.taskType == "" {
 			continue // written before migration 0007: relayed through the outbox
 		}
@@ -307,30 +316,32 @@ func readRanges(ctx context.Context, q querier, ranges []idRange) ([]historyEven
 		where.WriteString("id BETWEEN ? AND ?")
 		args = append(args, r.from, r.to)
 	}
-	return readHistory(ctx, q, "WHERE "+where.String()+" ORDER BY id", args...)
+	return readHistory(ctx, q, nil, "WHERE "+where.String()+" ORDER BY id", args...)
 }
 
-func readHistory(ctx context.Context, q querier, tail string, args ...any) ([]historyEvent, error) {
+// readHistory appends the history rows the query tail selects to out.
+func readHistory(ctx context.Context, q querier, out []historyEvent, tail string, args ...any) ([]historyEvent, error) {
 	rows, err := q.QueryContext(ctx, `SELECT id, task_id, from_status, to_status, attempt, reason, actor, event_id,
 		created_at, task_type, priority, next_run_time, rejected, route FROM task_history `+tail, args...)
 	if err != nil {
 		return nil, fmt.Errorf("read history to relay: %w", err)
 	}
 	defer rows.Close()
-	var out []historyEvent
+	var from, to sql.RawBytes
+	var prio, route int
 	for rows.Next() {
-		var h historyEvent
-		var from, to string
-		var prio, route int
+		// Scanned in place: a row variable would escape to the heap (its
+		// fields' addresses go to Scan) and be copied in again.
+		out = append(out, historyEvent{})
+		h := &out[len(out)-1]
 		if err := rows.Scan(&h.id, &h.event.TaskID, &from, &to, &h.event.Attempt, &h.event.Reason, &h.event.Actor,
 			&h.event.EventID, &h.event.At, &h.taskType, &prio, &h.event.NextRunTimeMs, &h.rejected, &route); err != nil {
 			return nil, fmt.Errorf("scan history to relay: %w", err)
 		}
-		h.event.From, h.event.To = contracts.Status(from), contracts.Status(to)
+		h.event.From, h.event.To = statusOf(from), statusOf(to)
 		h.event.Type = h.taskType
 		h.event.Priority = contracts.PriorityFromRank(prio)
 		h.event.Route = routeOf(route)
-		out = append(out, h)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("read history to relay: %w", err)
@@ -395,4 +406,15 @@ func routeOf(code int) events.Route {
 	default:
 		return events.RouteTimer
 	}
+}
+
+// statusOf returns the status named by b without allocating for the known
+// ones (every history row names two).
+func statusOf(b []byte) contracts.Status {
+	for _, st := range contracts.Statuses {
+		if string(b) == string(st) {
+			return st
+		}
+	}
+	return contracts.Status(b)
 }

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/axsched/ax/contracts"
 )
 
 func TestHistoryGapsAdvance(t *testing.T) {
@@ -97,4 +99,17 @@ func TestHistoryGapsGraceRunsFromFirstSight(t *testing.T) {
 	require.Len(t, take, 2)
 	require.EqualValues(t, 3, next)
 	require.Equal(t, 1, g.Watched())
+}
+
+func TestStatusOfNamesEveryStatusWithoutAllocating(t *testing.T) {
+	for _, st := range append([]contracts.Status{contracts.StatusNone, "ARCHIVED"}, contracts.Statuses...) {
+		raw := []byte(string(st)) // as the driver hands a column over
+		if got := statusOf(raw); got != st {
+			t.Fatalf("statusOf(%q) = %q", raw, got)
+		}
+	}
+	raw := []byte("RUNNING")
+	if n := testing.AllocsPerRun(100, func() { _ = statusOf(raw) }); n != 0 {
+		t.Fatalf("statusOf of a known status allocates %.0f times", n)
+	}
 }

@@ -255,7 +255,11 @@ func (s *Store) transferBatchTx(ctx context.Context, tx *pipeTx, chains [][]Tran
 		return err
 	}
 	at := s.now().UTC()
-	var plan []plannedStep
+	// ids has a step each, so plan never grows; scratch and mine are
+	// reused by every chain.
+	plan := make([]plannedStep, 0, len(ids))
+	scratch := map[int64]rowState{}
+	var mine []plannedStep
 	for i, steps := range chains {
 		out[i].Results = nil
 		if _, illegal := out[i].Err.(*IllegalTransitionError); illegal {
@@ -264,8 +268,8 @@ func (s *Store) transferBatchTx(ctx context.Context, tx *pipeTx, chains [][]Tran
 		out[i].Err = nil
 		// Steps see the rows as earlier winners left them; a chain applies
 		// to a scratch copy and is kept only if every step holds.
-		scratch := map[int64]rowState{}
-		var mine []plannedStep
+		clear(scratch)
+		mine = mine[:0]
 		for _, p := range steps {
 			st, ok := scratch[p.TaskID]
 			if !ok {
