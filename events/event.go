@@ -64,9 +64,9 @@ type TaskRef struct {
 	Route         Route              `json:"route,omitempty"`
 }
 
-// Route is who takes a READY task on from its event. Every READY event is
-// handled by exactly one of the timer and the dispatcher, decided by the
-// writer of the transfer, so neither has to guess from clocks.
+// Route is who takes a READY task on. Every READY transfer is handled by
+// exactly one of the timer (from the event), the relay (with the event)
+// and its writer, decided by the writer, so none has to guess from clocks.
 type Route string
 
 const (
@@ -74,8 +74,9 @@ const (
 	RouteTimer Route = ""
 	// RouteDispatch: the task was due when it became READY (submitted
 	// without delay, or handed back by a failed or departing executor), so
-	// the dispatcher dispatches it straight from the event, one hop and one
-	// stored command fewer than through the timer.
+	// the relay that publishes the event dispatches the task with it, two
+	// hops and one stored command fewer than through the timer and the
+	// dispatcher.
 	RouteDispatch Route = "dispatch"
 	// RouteDispatched: the writer dispatched the task itself (the
 	// dispatcher ending a backoff); nobody acts on the event.

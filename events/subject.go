@@ -55,9 +55,10 @@ const (
 	ConsumerTimer = "timer"
 	// ConsumerDispatcher takes due commands.
 	ConsumerDispatcher = "dispatcher"
-	// ConsumerDispatcherReady takes READY events routed to the dispatcher
-	// (RouteDispatch).
-	ConsumerDispatcherReady = "dispatcher_ready"
+	// ObsoleteConsumerDispatcherReady took READY events routed for
+	// dispatch at once (RouteDispatch) before the relay dispatched them
+	// itself; ax removes it where an older version declared it.
+	ObsoleteConsumerDispatcherReady = "dispatcher_ready"
 )
 
 // TaskEventSubject is the subject of the transfer into state to.

@@ -10,13 +10,14 @@
 // tasks table locked the very rows the executors were claiming) so the
 // timer's reconciler leaves it alone.
 //
-// Routing: a task goes to the owner of its shard on the consistent hash
-// ring of the live executors serving its type (package route, refreshed
-// from the membership registry every second), on that node's subject
-// ax.work.exec.<lane>.<type>.<node token>; while no live executor serves
-// the type, to the type's shared subject, which every executor of the type
-// also drains. Work left on the subject of a node that is gone is moved on
-// by the reaper.
+// Routing (package dispatch): a task goes to the owner of its shard on the
+// consistent hash ring of the live executors serving its type, on that
+// node's subject ax.work.exec.<lane>.<type>.<node token>; while no live
+// executor serves the type, to the type's shared subject, which every
+// executor of the type also drains. Work left on the subject of a node that
+// is gone is moved on by the reaper. Tasks due the moment they became
+// READY never reach the dispatcher: the relay dispatches them together
+// with their READY events.
 //
 // Replicas: any number may run; they share one durable consumer, and a
 // duplicate dispatch is absorbed by the executor's lock and attempt check.
@@ -26,7 +27,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"strconv"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -37,11 +37,10 @@ import (
 	"github.com/axsched/ax/events"
 	"github.com/axsched/ax/services/internal/bus"
 	"github.com/axsched/ax/services/internal/clock"
+	"github.com/axsched/ax/services/internal/dispatch"
 	"github.com/axsched/ax/services/internal/keys"
 	"github.com/axsched/ax/services/internal/metrics"
 	"github.com/axsched/ax/services/internal/ready"
-	"github.com/axsched/ax/services/internal/ring"
-	"github.com/axsched/ax/services/internal/route"
 	"github.com/axsched/ax/services/internal/store"
 )
 
@@ -66,10 +65,7 @@ type Config struct {
 // Dispatcher is the dispatcher service.
 type Dispatcher struct {
 	ready  *ready.Gate
-	router *route.Router
-	rdb    redis.UniversalClient
-	keys   keys.Keys
-	types  *store.TypeCache
+	send   *dispatch.Sender
 	cfg    Config
 	store  *store.Store
 	conn   *bus.Conn
@@ -82,9 +78,10 @@ func New(cfg Config, st *store.Store, rdb redis.UniversalClient, k keys.Keys, co
 	if cfg.Consumers <= 0 {
 		cfg.Consumers = ConsumersDefault
 	}
-	// A pause or resume reaches dispatch within a second.
 	logger = logger.With("service", "dispatcher")
-	return &Dispatcher{ready: ready.New(2), router: route.NewRouter(rdb, k.Nodes(), clk, cfg.Heartbeat, ring.Config{Shards: cfg.Shards}, logger), rdb: rdb, keys: k, types: store.NewTypeCache(st, time.Second), cfg: cfg, store: st, conn: conn, clock: clk, logger: logger}
+	return &Dispatcher{ready: ready.New(1),
+		send: dispatch.New(dispatch.Config{Heartbeat: cfg.Heartbeat, Shards: cfg.Shards}, st, rdb, k, clk, logger),
+		cfg:  cfg, store: st, conn: conn, clock: clk, logger: logger}
 }
 
 // dueBatch bounds how many due commands one pass checks and hands on.
@@ -92,23 +89,13 @@ const dueBatch = 512
 
 // Run consumes due commands until ctx ends.
 func (d *Dispatcher) Run(ctx context.Context) error {
-	if err := d.router.Refresh(ctx); err != nil {
-		// Until the registry answers, work goes to the shared subjects.
-		d.logger.Warn("read executor membership", "err", err)
-	}
 	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() error { return d.router.Run(gctx) })
+	g.Go(func() error { return d.send.Run(gctx) })
 	g.Go(func() error {
 		return bus.ConsumeBatches(gctx, d.conn.JS, bus.ConsumerSpec{
 			Name: events.ConsumerDispatcher, Stream: events.StreamWork,
 			Subject: events.SubjectDue, Parallel: d.cfg.Consumers, Declared: d.ready.Done,
 		}, dueBatch, d.logger, d.handleDue)
-	})
-	g.Go(func() error {
-		return bus.ConsumeBatches(gctx, d.conn.JS, bus.ConsumerSpec{
-			Name: events.ConsumerDispatcherReady, Stream: events.StreamEvents,
-			Subject: events.TaskEventSubject(contracts.StatusReady), Parallel: d.cfg.Consumers, Declared: d.ready.Done,
-		}, dueBatch, d.logger, d.handleReady)
 	})
 	return g.Wait()
 }
@@ -128,45 +115,6 @@ func (d *Dispatcher) handleDue(ctx context.Context, msgs []jetstream.Msg) error 
 		dues = append(dues, due)
 	}
 	return d.DispatchBatch(ctx, dues)
-}
-
-// handleReady dispatches the tasks of READY events routed to the
-// dispatcher (events.RouteDispatch: due when they became READY); the timer
-// passes over those events. The event is the transfer itself, a moment
-// old, so the task is not read back: it is handed on as a lean dispatch
-// (events.TaskDispatched.Load) built from the event, and the executor's
-// claim — which locks the row anyway, and succeeds only while the task is
-// still READY at that attempt and due time — supplies the payload and
-// settings. A paused type is still held back (cached, confirmed in MySQL).
-func (d *Dispatcher) handleReady(ctx context.Context, msgs []jetstream.Msg) error {
-	var (
-		hs     []*handOff
-		seen   = map[int64]bool{}
-		paused = d.pauses()
-	)
-	for _, m := range msgs {
-		var ev events.TaskRef
-		if err := events.Decode(m.Data(), &ev); err != nil {
-			d.logger.Error("dropping undecodable READY event", "err", err)
-			metrics.DispatchSkipped.WithLabelValues("undecodable").Inc()
-			continue
-		}
-		if ev.To != contracts.StatusReady || ev.Route != events.RouteDispatch {
-			continue // the timer's, or dispatched by its writer
-		}
-		if seen[ev.TaskID] {
-			metrics.DispatchSkipped.WithLabelValues("duplicate").Inc()
-			continue
-		}
-		seen[ev.TaskID] = true
-		if paused.held(ctx, ev.Type) {
-			continue
-		}
-		hs = append(hs, &handOff{lane: ev.Priority, task: events.TaskDispatched{
-			TaskID: ev.TaskID, Type: ev.Type, Attempt: ev.Attempt, NextRunTimeMs: ev.NextRunTimeMs, Load: true,
-		}})
-	}
-	return d.handOff(ctx, hs)
 }
 
 // DispatchBatch hands the tasks of due commands that are READY (or
@@ -203,7 +151,7 @@ func (d *Dispatcher) DispatchBatch(ctx context.Context, dues []events.TaskDue) e
 		now0, later []*handOff
 		retrying    [][]store.TransferParams
 		seen        = map[int64]bool{}
-		paused      = d.pauses()
+		paused      = d.send.Pauses()
 	)
 	for _, due := range dues {
 		task, lean := tasks[due.TaskID], due.Lean()
@@ -230,7 +178,7 @@ func (d *Dispatcher) DispatchBatch(ctx context.Context, dues []events.TaskDue) e
 			d.logger.Debug("task not due yet", "task_id", task.ID, "due_in", early)
 			continue
 		}
-		if paused.held(ctx, task.Type) {
+		if paused.Held(ctx, task.Type) {
 			continue
 		}
 		lane := due.Priority
@@ -316,87 +264,9 @@ func (d *Dispatcher) handOff(ctx context.Context, hs []*handOff) error {
 	if len(hs) == 0 {
 		return nil
 	}
-	msgs := make([]bus.Msg, len(hs))
-	marks := make([]redis.Z, len(hs))
-	table := d.router.Table()
-	now := float64(d.clock.Now().UnixMilli())
+	tasks := make([]dispatch.Task, len(hs))
 	for i, h := range hs {
-		task := &h.task
-		data, err := events.Encode(task)
-		if err != nil {
-			return fmt.Errorf("encode dispatch of task %d: %w", task.TaskID, err)
-		}
-		token := events.SharedToken
-		if owner, ok := table.Owner(task.Type, task.TaskID); ok {
-			token = events.NodeToken(owner)
-		}
-		id := strconv.FormatInt(task.TaskID, 10)
-		msgs[i] = bus.Msg{Subject: events.ExecSubject(task.Type, h.lane, token), EventType: events.TypeTaskDispatched,
-			CorrelationID: id, Data: data}
-		marks[i] = redis.Z{Score: now, Member: id}
+		tasks[i] = dispatch.Task{Lane: h.lane, Dispatch: h.task}
 	}
-	if err := bus.PublishBatch(ctx, d.conn.JS, msgs); err != nil {
-		return fmt.Errorf("dispatch %d task(s): %w", len(msgs), err)
-	}
-	for _, h := range hs {
-		metrics.Dispatched.WithLabelValues(h.task.Type).Inc()
-		if h.task.Load {
-			metrics.DispatchedLean.WithLabelValues(h.task.Type).Inc()
-		}
-	}
-	if err := d.rdb.ZAdd(ctx, d.keys.Dispatched(), marks...).Err(); err != nil {
-		// Only a hint is lost: the reconciler may re-drive these tasks
-		// early, and the executors' fencing absorbs the duplicate.
-		d.logger.Warn("mark dispatched failed", "tasks", len(marks), "err", err)
-	}
-	return nil
-}
-
-// pauseMemo answers, for one batch, whether a type is paused, reading each
-// type once.
-type pauseMemo struct {
-	d     *Dispatcher
-	types map[string]bool
-}
-
-func (d *Dispatcher) pauses() *pauseMemo { return &pauseMemo{d: d, types: map[string]bool{}} }
-
-// held reports whether a task of taskType is held back by a pause, and
-// counts it: it stays READY and undispatched, and resuming the type
-// re-indexes it.
-func (m *pauseMemo) held(ctx context.Context, taskType string) bool {
-	p, known := m.types[taskType]
-	if !known {
-		p = m.d.paused(ctx, taskType)
-		m.types[taskType] = p
-	}
-	if p {
-		metrics.DispatchSkipped.WithLabelValues("paused").Inc()
-	}
-	return p
-}
-
-// paused reports whether a type is paused: "running" is believed from a
-// cache at most a second old, "paused" is confirmed in MySQL. When the type
-// cannot be read it is treated as not paused (the executor's claim still
-// re-checks the task).
-func (d *Dispatcher) paused(ctx context.Context, taskType string) bool {
-	t, err := d.types.Get(ctx, taskType)
-	if err != nil {
-		d.logger.Warn("cannot read task type; dispatching", "type", taskType, "err", err)
-		return false
-	}
-	if !t.Paused {
-		return false
-	}
-	// A cached "paused" may be up to a second stale, and a resume
-	// re-indexes the type's tasks at once: trusting the cache would drop
-	// them again and leave them to the reconciler. Pauses are rare, so the
-	// truth is read.
-	t, err = d.store.GetType(ctx, taskType)
-	if err != nil {
-		d.logger.Warn("cannot read task type; dispatching", "type", taskType, "err", err)
-		return false
-	}
-	return t.Paused
+	return d.send.Send(ctx, d.conn.JS, tasks)
 }

@@ -14,14 +14,13 @@ import (
 	"github.com/axsched/ax/services/dispatcher"
 	"github.com/axsched/ax/services/internal/bus"
 	"github.com/axsched/ax/services/internal/clock"
-	"github.com/axsched/ax/services/internal/outbox"
 	"github.com/axsched/ax/services/internal/store"
 	"github.com/axsched/ax/services/internal/testenv"
 )
 
-// startDispatcher runs a dispatcher (and, with relay, the relay) until the
-// test ends and returns the store and connection it works on.
-func startDispatcher(t *testing.T, relay bool) (*store.Store, *bus.Conn) {
+// startDispatcher runs a dispatcher until the test ends and returns the
+// store and connection it works on.
+func startDispatcher(t *testing.T) (*store.Store, *bus.Conn) {
 	t.Helper()
 	st, _ := testenv.Store(t)
 	rdb, k := testenv.Redis(t)
@@ -31,11 +30,8 @@ func startDispatcher(t *testing.T, relay bool) (*store.Store, *bus.Conn) {
 	t.Cleanup(cancel)
 
 	d := dispatcher.New(dispatcher.Config{Heartbeat: time.Second}, st, rdb, k, conn, clock.System{}, logger)
-	done := make(chan error, 2)
+	done := make(chan error, 1)
 	go func() { done <- d.Run(ctx) }()
-	if relay {
-		go func() { done <- outbox.New(outbox.Config{}, st, conn, logger).Run(ctx) }()
-	}
 	select {
 	case <-d.Ready():
 	case err := <-done:
@@ -65,39 +61,12 @@ func dispatchedMsgs(t *testing.T, conn *bus.Conn) []jetstream.Msg {
 	return got
 }
 
-// TestReadyEventsRoutedToTheDispatcherAreDispatched runs the relay and the
-// dispatcher, and no timer: a task due at once (events.RouteDispatch) goes
-// from its READY event straight to its executors' subject; a task left to
-// the timer, and one its writer dispatched already, do not.
-func TestReadyEventsRoutedToTheDispatcherAreDispatched(t *testing.T) {
-	st, conn := startDispatcher(t, true)
-	ctx := context.Background()
-
-	now := time.Now().UnixMilli()
-	tasks := map[events.Route]int64{events.RouteDispatch: 1, events.RouteTimer: 2, events.RouteDispatched: 3}
-	for route, id := range tasks {
-		_, _, err := st.CreateTask(ctx, store.NewTask{ID: id, Type: "ax.noop", Priority: contracts.PriorityHigh,
-			Status: contracts.StatusReady, NextRunTimeMs: now, MaxRetries: 3, TimeoutMs: 1000, Reason: "test", Route: route})
-		require.NoError(t, err)
-	}
-
-	msgs := dispatchedMsgs(t, conn)
-	require.Len(t, msgs, 1, "only the task routed to the dispatcher")
-	var td events.TaskDispatched
-	require.NoError(t, events.Decode(msgs[0].Data(), &td))
-	require.Equal(t, tasks[events.RouteDispatch], td.TaskID)
-	require.Equal(t, events.ExecSubject("ax.noop", contracts.PriorityHigh, events.SharedToken), msgs[0].Subject(),
-		"its lane, on the shared subject while no executor serves the type")
-	require.Equal(t, 0, td.Attempt)
-	require.True(t, td.Load, "a lean dispatch: the row was not read")
-}
-
 // TestDueCommandsDispatchWhereNotWhat: a due command for a READY task goes
 // to its executors' subject with the attempt and timeout, and without the
 // payload, which the executor's claim reads from the row (so a payload is
 // stored in JetStream in no command). A task not due yet is held back.
 func TestDueCommandsDispatchWhereNotWhat(t *testing.T) {
-	st, conn := startDispatcher(t, false)
+	st, conn := startDispatcher(t)
 	ctx := context.Background()
 
 	now := time.Now().UnixMilli()
@@ -130,7 +99,7 @@ func TestDueCommandsDispatchWhereNotWhat(t *testing.T) {
 // dispatch; a RETRYING task becomes READY first, and one whose due time
 // moved later since it was indexed stays where it is and is not dispatched.
 func TestLeanDueCommandsAreFencedNotRead(t *testing.T) {
-	st, conn := startDispatcher(t, false)
+	st, conn := startDispatcher(t)
 	ctx := context.Background()
 
 	now := time.Now().UnixMilli()

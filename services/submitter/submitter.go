@@ -214,7 +214,7 @@ func (s *Submitter) validate(ctx context.Context, req *contracts.SubmitRequest) 
 	if due.After(now) {
 		nt.Reason = "submitted, due " + due.UTC().Format(time.RFC3339Nano)
 	} else {
-		// Due at once: the dispatcher takes it straight from the event.
+		// Due at once: the relay dispatches it with its READY event.
 		nt.Route = events.RouteDispatch
 	}
 	return nt, nil

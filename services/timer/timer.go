@@ -176,7 +176,7 @@ func (t *Timer) handleReady(ctx context.Context, msgs []jetstream.Msg) error {
 			continue
 		}
 		if ev.To == contracts.StatusReady && ev.Route != events.RouteTimer {
-			// Due at once (the dispatcher takes it from this event) or
+			// Due at once (the relay dispatched it with this event) or
 			// dispatched by its writer already.
 			metrics.TimerSkipped.Inc()
 			continue

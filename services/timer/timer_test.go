@@ -29,26 +29,13 @@ func newTimer(t testing.TB) (*Timer, *store.Store) {
 
 func dueCommands(t *testing.T, tm *Timer) []events.TaskDue {
 	t.Helper()
-	ctx := context.Background()
-	c, err := tm.conn.JS.CreateOrUpdateConsumer(ctx, events.StreamWork, jetstream.ConsumerConfig{
-		Durable: "test", FilterSubject: events.SubjectDue, AckPolicy: jetstream.AckExplicitPolicy})
-	require.NoError(t, err)
 	var out []events.TaskDue
-	for {
-		batch, err := c.Fetch(100, jetstream.FetchMaxWait(300*time.Millisecond))
-		require.NoError(t, err)
-		n := 0
-		for m := range batch.Messages() {
-			var d events.TaskDue
-			require.NoError(t, events.Decode(m.Data(), &d))
-			out = append(out, d)
-			require.NoError(t, m.Ack())
-			n++
-		}
-		if n == 0 {
-			return out
-		}
+	for _, m := range testenv.DrainWork(t, tm.conn, events.SubjectDue) {
+		var d events.TaskDue
+		require.NoError(t, events.Decode(m.Data(), &d))
+		out = append(out, d)
 	}
+	return out
 }
 
 func TestPopTakesDueTasksInLaneOrderAndNothingEarly(t *testing.T) {

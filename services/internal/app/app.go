@@ -21,6 +21,7 @@ import (
 	"github.com/axsched/ax/services/executor"
 	"github.com/axsched/ax/services/internal/bus"
 	"github.com/axsched/ax/services/internal/clock"
+	"github.com/axsched/ax/services/internal/dispatch"
 	"github.com/axsched/ax/services/internal/idgen"
 	"github.com/axsched/ax/services/internal/keys"
 	"github.com/axsched/ax/services/internal/natsembed"
@@ -264,6 +265,16 @@ func Run(ctx context.Context, cfg Config, services []Service, logger *slog.Logge
 	relayCfg := cfg.Relay
 	if relayCfg.Holder == "" {
 		relayCfg.Holder = outbox.HolderName(cfg.Node)
+	}
+	if relayCfg.Dispatch == nil {
+		// The relay dispatches tasks due the moment they became READY,
+		// routed as the dispatcher routes.
+		heartbeat := cfg.Dispatcher.Heartbeat
+		if heartbeat <= 0 {
+			heartbeat = cfg.Executor.HeartbeatInterval
+		}
+		relayCfg.Dispatch = dispatch.New(dispatch.Config{Heartbeat: heartbeat, Shards: cfg.Shards},
+			st, rdb, k, clk, logger.With("component", "relay_dispatch"))
 	}
 	infra.Go(func() error { return outbox.New(relayCfg, st, conn, logger).Run(infraCtx) })
 	infra.Go(func() error { return clk.Run(infraCtx, time.Second) })

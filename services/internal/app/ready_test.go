@@ -24,8 +24,7 @@ func TestReadyMeansConsuming(t *testing.T) {
 	require.NoError(t, err)
 	defer conn.Close()
 
-	want := []string{events.ConsumerTimer, events.ConsumerTimerRetrying, events.ConsumerTimerTypes, events.ConsumerDispatcher,
-		events.ConsumerDispatcherReady}
+	want := []string{events.ConsumerTimer, events.ConsumerTimerRetrying, events.ConsumerTimerTypes, events.ConsumerDispatcher}
 	for _, lane := range contracts.Priorities {
 		want = append(want,
 			events.ExecConsumer("ax.noop", lane, events.NodeToken("e2e")),
@@ -34,7 +33,7 @@ func TestReadyMeansConsuming(t *testing.T) {
 	for _, name := range want {
 		stream := events.StreamWork
 		switch name {
-		case events.ConsumerTimer, events.ConsumerTimerRetrying, events.ConsumerTimerTypes, events.ConsumerDispatcherReady:
+		case events.ConsumerTimer, events.ConsumerTimerRetrying, events.ConsumerTimerTypes:
 			stream = events.StreamEvents
 		}
 		_, err := conn.JS.Consumer(ctx, stream, name)

@@ -45,7 +45,7 @@ func TestTasksRunOnTheirShardOwner(t *testing.T) {
 		}
 		return alive == 3
 	})
-	time.Sleep(2 * route.RefreshInterval) // the dispatcher's view catches up
+	time.Sleep(2 * route.RefreshInterval) // the relays' and dispatcher's views catch up
 
 	owned := map[int]string{}
 	for _, n := range list.Nodes {

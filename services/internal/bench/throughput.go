@@ -183,9 +183,10 @@ func (r *run) waitDrained(ctx context.Context, ids []int64) (time.Time, error) {
 	}
 }
 
-// waitQuiet waits until ax has nothing in flight towards dispatch: the
-// every event is published and the timer's and dispatcher's durable consumers have
-// nothing pending or unacknowledged, on two polls in a row.
+// waitQuiet waits until ax has nothing in flight towards dispatch: every
+// event is published (tasks due at once are dispatched with theirs) and
+// the timer's and dispatcher's durable consumers have nothing pending or
+// unacknowledged, on two polls in a row.
 func (r *run) waitQuiet(ctx context.Context) error {
 	js, err := jetstream.New(r.col.nc)
 	if err != nil {
@@ -193,7 +194,6 @@ func (r *run) waitQuiet(ctx context.Context) error {
 	}
 	consumers := []struct{ stream, name string }{
 		{events.StreamEvents, events.ConsumerTimer}, {events.StreamWork, events.ConsumerDispatcher},
-		{events.StreamEvents, events.ConsumerDispatcherReady},
 	}
 	deadline := time.Now().Add(r.cfg.StallTimeout)
 	for streak := 0; streak < 2; {

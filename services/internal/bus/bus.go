@@ -102,6 +102,12 @@ func EnsureStreams(ctx context.Context, js jetstream.JetStream, o StreamOptions)
 			return fmt.Errorf("declare stream %s: %w", cfg.Name, err)
 		}
 	}
+	// A durable consumer nobody pulls any more would keep its pending
+	// count growing (and alarming) for ever.
+	err := js.DeleteConsumer(ctx, events.StreamEvents, events.ObsoleteConsumerDispatcherReady)
+	if err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
+		return fmt.Errorf("remove obsolete consumer %s: %w", events.ObsoleteConsumerDispatcherReady, err)
+	}
 	return nil
 }
 

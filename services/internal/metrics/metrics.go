@@ -34,10 +34,10 @@ var (
 	TimerIndexed = promauto.NewCounter(prometheus.CounterOpts{
 		Name: "ax_timer_indexed_total", Help: "READY tasks indexed into the due-time sorted sets.",
 	})
-	// TimerSkipped counts READY events the timer left to the dispatcher (due
-	// at once) or to nobody (dispatched by their writer).
+	// TimerSkipped counts READY events the timer left to the relay (due at
+	// once) or to nobody (dispatched by their writer).
 	TimerSkipped = promauto.NewCounter(prometheus.CounterOpts{
-		Name: "ax_timer_skipped_total", Help: "READY events the timer passed over: due at once (the dispatcher's) or dispatched already.",
+		Name: "ax_timer_skipped_total", Help: "READY events the timer passed over: due at once (dispatched by the relay) or dispatched already.",
 	})
 	// TimerDue counts tasks the timer found due, by lane.
 	TimerDue = promauto.NewCounterVec(prometheus.CounterOpts{
@@ -55,14 +55,15 @@ var (
 	ClockSkew = promauto.NewGauge(prometheus.GaugeOpts{
 		Name: "ax_clock_skew_seconds", Help: "Local clock minus the Redis TIME clock.",
 	})
-	// Dispatched counts tasks handed to executors, by type.
+	// Dispatched counts tasks handed to executors, by type, by the
+	// dispatcher or by the relay (tasks due at once).
 	Dispatched = promauto.NewCounterVec(prometheus.CounterOpts{
-		Name: "ax_dispatcher_dispatched_total", Help: "Tasks published to executor subjects.",
+		Name: "ax_dispatcher_dispatched_total", Help: "Tasks published to executor subjects (by the dispatcher, or by the relay for tasks due at once).",
 	}, []string{"type"})
 	// DispatchedLean counts the dispatches among them that went out lean,
-	// straight from a READY event (events.TaskDispatched.Load), by type.
+	// without a read of the task row (events.TaskDispatched.Load), by type.
 	DispatchedLean = promauto.NewCounterVec(prometheus.CounterOpts{
-		Name: "ax_dispatcher_lean_total", Help: "Tasks dispatched straight from their READY event, without reading the task row.",
+		Name: "ax_dispatcher_lean_total", Help: "Tasks dispatched without reading the task row (the executor's claim checks it).",
 	}, []string{"type"})
 	// DispatchSkipped counts due commands dropped after the MySQL re-check.
 	DispatchSkipped = promauto.NewCounterVec(prometheus.CounterOpts{

@@ -18,6 +18,15 @@
 // publishing again what the holder had not stored yet. Outbox rows are
 // shared by every relay through SKIP LOCKED.
 //
+// Tasks due the moment they became READY (events.RouteDispatch: submitted
+// without a delay, or handed back by an executor) are dispatched by the
+// relay itself when it has a dispatch.Sender: their dispatches go out in
+// the same batch as their events, before the cursor moves past them, so a
+// crash in between publishes both again (the executor's claim, fenced on
+// the attempt, absorbs the repeat) and no such task is left behind. The
+// dispatcher never sees them: one hop, one delivery and one acknowledgement
+// fewer per task.
+//
 // Speed: the store signals its relay after every commit that wrote history
 // or outbox rows, so the relay works at once instead of on a poll interval.
 // A standby passes the signal on to the holder over core NATS
@@ -38,6 +47,7 @@ import (
 
 	"github.com/axsched/ax/events"
 	"github.com/axsched/ax/services/internal/bus"
+	"github.com/axsched/ax/services/internal/dispatch"
 	"github.com/axsched/ax/services/internal/metrics"
 	"github.com/axsched/ax/services/internal/store"
 )
@@ -68,6 +78,11 @@ type Config struct {
 	// Holder names this relay in the lease; unique per process (default:
 	// HolderName of the host name).
 	Holder string
+	// Dispatch, when set, dispatches the tasks of READY events due at once
+	// (events.RouteDispatch) with their events; Run keeps its routing
+	// current. Every process's relay has one in ax; without it nobody
+	// dispatches those tasks.
+	Dispatch *dispatch.Sender
 }
 
 // Relay publishes outbox rows.
@@ -124,6 +139,14 @@ func HolderName(node string) string {
 // final transfers are not left waiting for the next start, and releases
 // the lease.
 func (r *Relay) Run(ctx context.Context) error {
+	if r.cfg.Dispatch != nil {
+		routing := make(chan struct{})
+		go func() {
+			defer close(routing)
+			_ = r.cfg.Dispatch.Run(ctx)
+		}()
+		defer func() { <-routing }()
+	}
 	sub, err := r.conn.NC.Subscribe(events.SubjectRelayWake, func(*nats.Msg) {
 		select {
 		case r.remote <- struct{}{}:
@@ -329,15 +352,42 @@ func (r *Relay) pass(ctx context.Context, outbox bool) (n int, held bool, err er
 	return n, held, nil
 }
 
+// publish publishes rows' events and the dispatches of the tasks among
+// them that are due at once (dispatches first: the executor is the one
+// waiting), and returns once JetStream acknowledged every one.
 func (r *Relay) publish(ctx context.Context, rows []store.OutboxRow) error {
-	msgs := make([]bus.Msg, len(rows))
-	for i, row := range rows {
-		msgs[i] = bus.Msg{
+	var tasks []dispatch.Task
+	if d := r.cfg.Dispatch; d != nil {
+		var due []events.TaskRef
+		for _, row := range rows {
+			if row.DueNow != nil {
+				due = append(due, *row.DueNow)
+			}
+		}
+		if len(due) > 0 {
+			tasks = d.Ready(ctx, due)
+		}
+	}
+	msgs := make([]bus.Msg, 0, len(tasks)+len(rows))
+	if len(tasks) > 0 {
+		var err error
+		if msgs, err = r.cfg.Dispatch.Messages(msgs, tasks); err != nil {
+			return err
+		}
+	}
+	for _, row := range rows {
+		msgs = append(msgs, bus.Msg{
 			Subject: row.Subject, ID: row.EventID, EventType: row.EventType,
 			CorrelationID: row.CorrelationID, Data: row.Payload,
-		}
+		})
 	}
 	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	return bus.PublishBatch(pctx, r.conn.JS, msgs)
+	if err := bus.PublishBatch(pctx, r.conn.JS, msgs); err != nil {
+		return err
+	}
+	if len(tasks) > 0 {
+		r.cfg.Dispatch.Sent(ctx, tasks)
+	}
+	return nil
 }

@@ -358,8 +358,13 @@ func (h historyEvent) outboxRow() (OutboxRow, error) {
 	if h.rejected {
 		subject = events.SubjectTaskRejected
 	}
-	return OutboxRow{ID: h.id, EventID: h.event.EventID, Subject: subject, EventType: events.TypeTaskTransferred,
-		CorrelationID: strconv.FormatInt(h.event.TaskID, 10), Payload: payload}, nil
+	row := OutboxRow{ID: h.id, EventID: h.event.EventID, Subject: subject, EventType: events.TypeTaskTransferred,
+		CorrelationID: strconv.FormatInt(h.event.TaskID, 10), Payload: payload}
+	if !h.rejected && h.event.To == contracts.StatusReady && h.event.Route == events.RouteDispatch {
+		row.DueNow = &events.TaskRef{TaskID: h.event.TaskID, Type: h.event.Type, To: h.event.To, Attempt: h.event.Attempt,
+			Priority: h.event.Priority, NextRunTimeMs: h.event.NextRunTimeMs, Route: h.event.Route}
+	}
+	return row, nil
 }
 
 // CountUnpublished counts events not yet published: history rows past the

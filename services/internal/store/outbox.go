@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"fmt"
 	"strings"
+
+	"github.com/axsched/ax/events"
 )
 
 // OutboxRow is an event waiting to be published.
@@ -15,6 +17,10 @@ type OutboxRow struct {
 	EventType     string
 	CorrelationID string
 	Payload       []byte
+	// DueNow is set on the READY event of a task that was due when it
+	// became READY (events.RouteDispatch): the relay dispatches it with
+	// its event.
+	DueNow *events.TaskRef
 }
 
 // RelayOutbox locks up to limit unpublished rows (FOR UPDATE SKIP LOCKED, so

@@ -22,8 +22,10 @@ import (
 	"time"
 
 	"github.com/go-sql-driver/mysql"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/axsched/ax/events"
 	"github.com/axsched/ax/services/internal/bus"
 	"github.com/axsched/ax/services/internal/keys"
 	"github.com/axsched/ax/services/internal/natsembed"
@@ -252,5 +254,36 @@ func Must(t testing.TB, err error, format string, args ...any) {
 	t.Helper()
 	if err != nil {
 		t.Fatalf("%s: %v", fmt.Sprintf(format, args...), err)
+	}
+}
+
+// DrainWork takes every message on AX_WORK's subjects matching filter
+// (through a durable consumer "test"), acknowledging each, until a fetch
+// finds nothing for 300 ms.
+func DrainWork(t testing.TB, conn *bus.Conn, filter string) []jetstream.Msg {
+	t.Helper()
+	ctx := context.Background()
+	c, err := conn.JS.CreateOrUpdateConsumer(ctx, events.StreamWork, jetstream.ConsumerConfig{
+		Durable: "test", FilterSubject: filter, AckPolicy: jetstream.AckExplicitPolicy})
+	if err != nil {
+		t.Fatalf("work consumer: %v", err)
+	}
+	var got []jetstream.Msg
+	for {
+		batch, err := c.Fetch(100, jetstream.FetchMaxWait(300*time.Millisecond))
+		if err != nil {
+			t.Fatalf("fetch work: %v", err)
+		}
+		n := 0
+		for m := range batch.Messages() {
+			if err := m.Ack(); err != nil {
+				t.Fatalf("ack work: %v", err)
+			}
+			got = append(got, m)
+			n++
+		}
+		if n == 0 {
+			return got
+		}
 	}
 }

@@ -1,0 +1,231 @@
+// Package dispatch hands tasks to the executors of their type: on the
+// subject of the node that owns the task's shard on the type's consistent
+// hash ring of live executors (package route, refreshed from the
+// membership registry every second), ax.work.exec.<lane>.<type>.<node
+// token>, or, while no live executor serves the type, on the type's shared
+// subject, which every executor of the type also drains. A dispatched task
+// is marked in Redis (one pipeline per batch, no MySQL row touched) so the
+// timer's reconciler leaves it alone while it queues.
+//
+// Two writers use it: the dispatcher, for due commands and ended backoffs,
+// and the relay, for tasks that were due the moment they became READY
+// (events.RouteDispatch), which it sends on together with their READY
+// events, so such a task reaches its executor in one hop from its commit.
+// A duplicate dispatch (a relay publishing again after a crash, two
+// dispatcher replicas, two views of the ring for a second) is absorbed by
+// the executor's claim, which is fenced on the task's attempt.
+package dispatch
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/axsched/ax/contracts"
+	"github.com/axsched/ax/events"
+	"github.com/axsched/ax/services/internal/bus"
+	"github.com/axsched/ax/services/internal/clock"
+	"github.com/axsched/ax/services/internal/keys"
+	"github.com/axsched/ax/services/internal/metrics"
+	"github.com/axsched/ax/services/internal/ring"
+	"github.com/axsched/ax/services/internal/route"
+	"github.com/axsched/ax/services/internal/store"
+)
+
+// Config tunes a Sender.
+type Config struct {
+	// Heartbeat is the executors' membership heartbeat interval (three
+	// missed mean dead), for routing.
+	Heartbeat time.Duration
+	// Shards is the shard count of the types' rings (0: 64).
+	Shards int
+}
+
+// Task is one task to hand on, on a lane.
+type Task struct {
+	Lane     contracts.Priority
+	Dispatch events.TaskDispatched
+}
+
+// Sender routes, publishes and marks dispatches.
+type Sender struct {
+	router *route.Router
+	types  *store.TypeCache
+	store  *store.Store
+	rdb    redis.UniversalClient
+	keys   keys.Keys
+	clock  clock.Clock
+	logger *slog.Logger
+}
+
+// New builds a Sender; Run keeps its routing current.
+func New(cfg Config, st *store.Store, rdb redis.UniversalClient, k keys.Keys, clk clock.Clock, logger *slog.Logger) *Sender {
+	return &Sender{
+		router: route.NewRouter(rdb, k.Nodes(), clk, cfg.Heartbeat, ring.Config{Shards: cfg.Shards}, logger),
+		// A pause or resume reaches dispatch within a second.
+		types: store.NewTypeCache(st, time.Second),
+		store: st, rdb: rdb, keys: k, clock: clk, logger: logger,
+	}
+}
+
+// Run reads the membership registry at once and then every second until
+// ctx ends. Until the registry first answers, work goes to the shared
+// subjects.
+func (s *Sender) Run(ctx context.Context) error {
+	if err := s.router.Refresh(ctx); err != nil && ctx.Err() == nil {
+		s.logger.Warn("read executor membership", "err", err)
+	}
+	return s.router.Run(ctx)
+}
+
+// Ready turns READY events due at once (events.RouteDispatch) into lean
+// dispatches (events.TaskDispatched.Load): the event is the transfer, so
+// the task is not read back, and the executor's claim, which locks the row
+// anyway and succeeds only while the task is still READY at that attempt
+// and due by then, reads its payload and settings. Other events, repeats
+// of a task and tasks of a paused type are left out; a held task stays
+// READY, and resuming its type re-indexes it.
+func (s *Sender) Ready(ctx context.Context, refs []events.TaskRef) []Task {
+	var (
+		out    []Task
+		seen   map[int64]bool
+		paused = s.Pauses()
+	)
+	for _, ev := range refs {
+		if ev.To != contracts.StatusReady || ev.Route != events.RouteDispatch {
+			continue // the timer's, or dispatched by its writer
+		}
+		if seen[ev.TaskID] {
+			metrics.DispatchSkipped.WithLabelValues("duplicate").Inc()
+			continue
+		}
+		if seen == nil {
+			seen = make(map[int64]bool, len(refs))
+		}
+		seen[ev.TaskID] = true
+		if paused.Held(ctx, ev.Type) {
+			continue
+		}
+		out = append(out, Task{Lane: ev.Priority, Dispatch: events.TaskDispatched{
+			TaskID: ev.TaskID, Type: ev.Type, Attempt: ev.Attempt, NextRunTimeMs: ev.NextRunTimeMs, Load: true,
+		}})
+	}
+	return out
+}
+
+// Messages appends the tasks' dispatches, on their owners' subjects, to
+// msgs.
+func (s *Sender) Messages(msgs []bus.Msg, tasks []Task) ([]bus.Msg, error) {
+	table := s.router.Table()
+	for i := range tasks {
+		task := &tasks[i].Dispatch
+		data, err := events.Encode(task)
+		if err != nil {
+			return nil, fmt.Errorf("encode dispatch of task %d: %w", task.TaskID, err)
+		}
+		token := events.SharedToken
+		if owner, ok := table.Owner(task.Type, task.TaskID); ok {
+			token = events.NodeToken(owner)
+		}
+		msgs = append(msgs, bus.Msg{Subject: events.ExecSubject(task.Type, tasks[i].Lane, token), EventType: events.TypeTaskDispatched,
+			CorrelationID: strconv.FormatInt(task.TaskID, 10), Data: data})
+	}
+	return msgs, nil
+}
+
+// Sent counts published dispatches and marks their tasks dispatched in
+// Redis. A failed mark only loses a hint: the reconciler may re-drive
+// those tasks early, and the executors' fencing absorbs the duplicate.
+func (s *Sender) Sent(ctx context.Context, tasks []Task) {
+	if len(tasks) == 0 {
+		return
+	}
+	now := float64(s.clock.Now().UnixMilli())
+	marks := make([]redis.Z, len(tasks))
+	for i := range tasks {
+		task := &tasks[i].Dispatch
+		metrics.Dispatched.WithLabelValues(task.Type).Inc()
+		if task.Load {
+			metrics.DispatchedLean.WithLabelValues(task.Type).Inc()
+		}
+		marks[i] = redis.Z{Score: now, Member: strconv.FormatInt(task.TaskID, 10)}
+	}
+	if err := s.rdb.ZAdd(ctx, s.keys.Dispatched(), marks...).Err(); err != nil {
+		s.logger.Warn("mark dispatched failed", "tasks", len(marks), "err", err)
+	}
+}
+
+// Send publishes the tasks to their executors' subjects, awaiting every
+// acknowledgement, then marks them dispatched.
+func (s *Sender) Send(ctx context.Context, js jetstream.JetStream, tasks []Task) error {
+	if len(tasks) == 0 {
+		return nil
+	}
+	msgs, err := s.Messages(make([]bus.Msg, 0, len(tasks)), tasks)
+	if err != nil {
+		return err
+	}
+	if err := bus.PublishBatch(ctx, js, msgs); err != nil {
+		return fmt.Errorf("dispatch %d task(s): %w", len(msgs), err)
+	}
+	s.Sent(ctx, tasks)
+	return nil
+}
+
+// Pauses answers, for one batch, whether a type is paused, reading each
+// type once.
+type Pauses struct {
+	s     *Sender
+	types map[string]bool
+}
+
+// Pauses starts a batch's pause answers.
+func (s *Sender) Pauses() *Pauses { return &Pauses{s: s} }
+
+// Held reports whether a task of taskType is held back by a pause, and
+// counts it: it stays READY and undispatched, and resuming the type
+// re-indexes it.
+func (p *Pauses) Held(ctx context.Context, taskType string) bool {
+	paused, known := p.types[taskType]
+	if !known {
+		paused = p.s.paused(ctx, taskType)
+		if p.types == nil {
+			p.types = map[string]bool{}
+		}
+		p.types[taskType] = paused
+	}
+	if paused {
+		metrics.DispatchSkipped.WithLabelValues("paused").Inc()
+	}
+	return paused
+}
+
+// paused reports whether a type is paused: "running" is believed from a
+// cache at most a second old, "paused" is confirmed in MySQL. When the type
+// cannot be read it is treated as not paused (the executor's claim still
+// re-checks the task).
+func (s *Sender) paused(ctx context.Context, taskType string) bool {
+	t, err := s.types.Get(ctx, taskType)
+	if err != nil {
+		s.logger.Warn("cannot read task type; dispatching", "type", taskType, "err", err)
+		return false
+	}
+	if !t.Paused {
+		return false
+	}
+	// A cached "paused" may be up to a second stale, and a resume
+	// re-indexes the type's tasks at once: trusting the cache would drop
+	// them again and leave them to the reconciler. Pauses are rare, so the
+	// truth is read.
+	t, err = s.store.GetType(ctx, taskType)
+	if err != nil {
+		s.logger.Warn("cannot read task type; dispatching", "type", taskType, "err", err)
+		return false
+	}
+	return t.Paused
+}
