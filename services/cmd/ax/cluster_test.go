@@ -357,11 +357,7 @@ func TestEveryServiceReplicated(t *testing.T) {
 	}
 	require.Equal(t, float64(n), total, "handler runs of ax.noop over both executors: %v", runs)
 
-	var tasks, anomalies int
-	require.NoError(t, c.db.QueryRow(`SELECT COUNT(*),
-			COALESCE(SUM(runs <> 1 OR successes <> 1 OR rows_ <> 3 OR seq <> 'READY,RUNNING,SUCCESS'), 0)
-		FROM (SELECT task_id, SUM(to_status = 'RUNNING') runs, SUM(to_status = 'SUCCESS') successes, COUNT(*) rows_,
-			GROUP_CONCAT(to_status ORDER BY id) seq FROM task_history GROUP BY task_id) h`).Scan(&tasks, &anomalies))
+	tasks, anomalies := c.historyAnomalies(t)
 	require.Equal(t, n, tasks, "tasks with a history")
 	require.Zero(t, anomalies, "tasks whose history is not exactly READY, RUNNING, SUCCESS")
 	var actors []string
@@ -385,6 +381,19 @@ func TestEveryServiceReplicated(t *testing.T) {
 		}
 		return strings.Join(parts, ", ")
 	}
+	// Dispatches come from the dispatchers (due commands) and from the
+	// relay holding the lease (tasks due at once), in whatever process.
+	dispatched := func() string {
+		var parts []string
+		for _, svc := range []string{"submitter", "timer", "dispatcher", "executor", "reaper"} {
+			for _, p := range byService[svc] {
+				if v := metric(t, p.addr, "ax_dispatcher_dispatched_total", `type="ax.noop"`); v > 0 {
+					parts = append(parts, fmt.Sprintf("%s %.0f", p.name, v))
+				}
+			}
+		}
+		return strings.Join(parts, ", ")
+	}
 	t.Logf("%d ax.noop tasks over 2 replicas of each service: submitted in %s, all SUCCESS after %s (%.0f tasks/s end to end); "+
 		"runs: %s; indexed: %s; re-driven by the reconciler: %s; due popped: %s; dispatched: %s; claims lost to duplicates: %s; reaper recoveries: %s",
 		n, submitted.Round(10*time.Millisecond), done.Round(100*time.Millisecond), float64(n)/done.Seconds(),
@@ -392,7 +401,92 @@ func TestEveryServiceReplicated(t *testing.T) {
 		share("timer", "ax_timer_indexed_total"),
 		share("timer", "ax_timer_reconciled_total"),
 		share("timer", "ax_timer_due_total"),
-		share("dispatcher", "ax_dispatcher_dispatched_total", `type="ax.noop"`),
+		dispatched(),
 		share("executor", "ax_executor_claims_lost_total", `type="ax.noop"`),
 		share("reaper", "ax_reaper_recovered_total"))
+}
+
+// historyAnomalies counts the tasks with a history, and those whose
+// history is not exactly READY, RUNNING, SUCCESS.
+func (c *cluster) historyAnomalies(t *testing.T) (tasks, anomalies int) {
+	t.Helper()
+	require.NoError(t, c.db.QueryRow(`SELECT COUNT(*),
+			COALESCE(SUM(runs <> 1 OR successes <> 1 OR rows_ <> 3 OR seq <> 'READY,RUNNING,SUCCESS'), 0)
+		FROM (SELECT task_id, SUM(to_status = 'RUNNING') runs, SUM(to_status = 'SUCCESS') successes, COUNT(*) rows_,
+			GROUP_CONCAT(to_status ORDER BY id) seq FROM task_history GROUP BY task_id) h`).Scan(&tasks, &anomalies))
+	return tasks, anomalies
+}
+
+// relayHolder names the node whose relay holds the history lease ("" when
+// nobody does).
+func (c *cluster) relayHolder(t *testing.T) string {
+	t.Helper()
+	var holder string
+	require.NoError(t, c.db.QueryRow(`SELECT holder FROM event_relay WHERE name = 'task_history' AND lease_until > NOW(3)`).Scan(&holder))
+	node, _, _ := strings.Cut(holder, "/")
+	return node
+}
+
+// TestKilledRelayHolderLosesNoTask: the relay holding the history lease
+// publishes the events of every process's transfers and dispatches the
+// tasks due at once with them. Its process is killed with SIGKILL while
+// tasks are submitted, one request each, through another submitter;
+// another process's relay takes the lease over when it lapses and
+// publishes and dispatches again from the stored cursor, with no help from
+// the reconciler. Every task runs once and succeeds, its history exactly
+// READY, RUNNING, SUCCESS.
+func TestKilledRelayHolderLosesNoTask(t *testing.T) {
+	c := newCluster(t)
+	holder := c.service(t, "submitter", "submitter-1", "--node-id", "1")
+	testenv.Eventually(t, 10*time.Second, "submitter-1 holds the relay lease", func() bool {
+		var n int
+		require.NoError(t, c.db.QueryRow(`SELECT COUNT(*) FROM event_relay WHERE name = 'task_history' AND lease_until > NOW(3)`).Scan(&n))
+		return n == 1 && c.relayHolder(t) == "submitter-1"
+	})
+	other := c.service(t, "submitter", "submitter-2", "--node-id", "2")
+	// The reconciler would re-drive a task left undispatched for long
+	// enough; it is given a minute, so what this test proves is the
+	// relay's own takeover.
+	timer := c.service(t, "timer", "timer-1", "--reconcile-grace", "1m")
+	for _, svc := range []string{"dispatcher", "reaper"} {
+		c.service(t, svc, svc+"-1")
+	}
+	executors := []*proc{c.service(t, "executor", "executor-1"), c.service(t, "executor", "executor-2")}
+	require.Equal(t, "submitter-1", c.relayHolder(t), "the first relay keeps the lease")
+
+	const n = 600
+	created := make(chan int, 1)
+	go func() {
+		api, ok := client.New(other.addr), 0
+		for range n {
+			if _, err := api.Submit(context.Background(), contracts.SubmitRequest{Type: "ax.noop"}); err != nil {
+				t.Errorf("submit: %v", err)
+				break
+			}
+			ok++
+		}
+		created <- ok
+	}()
+	testenv.Eventually(t, time.Minute, "a third of the tasks submitted", func() bool {
+		return c.count(t, "1=1") >= n/3
+	})
+	holder.kill9(t)
+	require.Equal(t, n, <-created, "every submission through submitter-2 succeeded")
+
+	// A bound for a stuck run, not a speed target: within it the reconciler
+	// (a minute's grace) cannot have stepped in.
+	testenv.Eventually(t, 45*time.Second, "every task SUCCESS", func() bool {
+		return c.count(t, "status = 'SUCCESS'") == n
+	})
+	require.Zero(t, metric(t, timer.addr, "ax_timer_reconciled_total"), "no task needed the reconciler")
+	require.NotEqual(t, "submitter-1", c.relayHolder(t), "another relay took the lease over")
+	runs := 0.0
+	for _, p := range executors {
+		runs += metric(t, p.addr, "ax_executor_runs_total", `type="ax.noop"`)
+	}
+	require.Equal(t, float64(n), runs, "handler runs over both executors")
+	tasks, anomalies := c.historyAnomalies(t)
+	require.Equal(t, n, tasks, "tasks with a history")
+	require.Zero(t, anomalies, "tasks whose history is not exactly READY, RUNNING, SUCCESS")
+	t.Logf("relay holder killed after %d of %d submissions; the lease went to %s", n/3, n, c.relayHolder(t))
 }
