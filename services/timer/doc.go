@@ -3,8 +3,12 @@
 // It consumes READY events and keeps one Redis sorted set per priority lane
 // (score = next run time in Unix ms on the Redis clock, member = task ID).
 // Its loop takes due IDs atomically with a Lua script that reads Redis TIME
-// itself, lane by lane in priority order, and publishes a TaskDue command
-// for each. The loop sleeps until the earliest remaining score plus a
+// itself, lane by lane in priority order. A due READY task indexed with its
+// type and attempt is dispatched at once to its executors (a lean dispatch
+// through package dispatch, as the dispatcher would send it: routed,
+// pause-checked, marked); a due RETRYING task, which the dispatcher must
+// first move to READY, and an entry of an older timer (a bare ID) get a
+// TaskDue command. The loop sleeps until the earliest remaining score plus a
 // coalescing window of 2 ms (computed from Redis values only, so local clock
 // skew cannot make it early; the window makes one pop take every task due
 // within it instead of one wake-up per task at high rates) or the
@@ -40,10 +44,10 @@
 //     queued behind a backlog, not lost) is popped again and gets a second
 //     due command.
 //
-// So the timer guarantees at least one TaskDue per READY task, not exactly
-// one. Exactly-once is enforced downstream by the database: the dispatcher
-// passes a due command on only if MySQL still says READY and due, and an
-// executor runs a task only after its lease (SET NX) and its READY -> RUNNING
-// transfer fenced by the dispatched attempt both succeed, so a duplicate
-// command ends as a lost claim, never as a second run.
+// So the timer guarantees at least one dispatch or TaskDue per indexed
+// task, not exactly one. Exactly-once is enforced downstream by the
+// database: an executor runs a task only after its lease (SET NX) and its
+// READY -> RUNNING transfer fenced by the dispatched attempt and due time
+// both succeed (and the dispatcher's RETRYING -> READY move is fenced the
+// same way), so a duplicate ends as a lost claim, never as a second run.
 package timer

@@ -16,6 +16,7 @@ import (
 	"github.com/axsched/ax/contracts"
 	"github.com/axsched/ax/events"
 	"github.com/axsched/ax/services/internal/bus"
+	"github.com/axsched/ax/services/internal/dispatch"
 	"github.com/axsched/ax/services/internal/keys"
 	"github.com/axsched/ax/services/internal/metrics"
 	"github.com/axsched/ax/services/internal/ready"
@@ -57,6 +58,14 @@ type Config struct {
 	// then takes every task due within it instead of one per wake-up.
 	// Negative means 0.
 	Coalesce time.Duration
+	// Dispatch, when set, hands due READY tasks indexed with their type
+	// and attempt straight to their executors (a lean dispatch, routed,
+	// pause-checked and marked as the dispatcher would) instead of sending
+	// the dispatcher a due command for each. RETRYING tasks, which must
+	// first become READY, and entries of an older timer (a bare ID) still
+	// go to the dispatcher. The caller keeps its routing current
+	// (dispatch.Sender.Run).
+	Dispatch *dispatch.Sender
 }
 
 func (c *Config) defaults() {
@@ -311,8 +320,14 @@ func (t *Timer) RunOnce(ctx context.Context) (time.Duration, error) {
 		return 0, nil
 	}
 	now, next := toInt(res[0]), toInt(res[1])
-	var msgs []bus.Msg
+	var (
+		msgs   []bus.Msg
+		direct []dispatch.Task
+		popped int
+		paused *dispatch.Pauses
+	)
 	for i := 2; i+2 < len(res); i += 3 {
+		popped++
 		lane := contracts.PriorityFromRank(int(toInt(res[i])))
 		ref, err := parseMember(fmt.Sprint(res[i+1]))
 		if err != nil {
@@ -320,19 +335,42 @@ func (t *Timer) RunOnce(ctx context.Context) (time.Duration, error) {
 			t.logger.Error("dropping malformed lane member", "member", res[i+1], "err", err)
 			continue
 		}
-		data, _ := events.Encode(events.TaskDue{TaskID: ref.ID, Priority: lane, NextRunTimeMs: toInt(res[i+2]),
+		metrics.TimerDue.WithLabelValues(string(lane)).Inc()
+		score := toInt(res[i+2])
+		if d := t.cfg.Dispatch; d != nil && ref.Status == contracts.StatusReady && ref.Type != "" {
+			// Due by the Redis clock, which the pop read: nothing to wait
+			// for. The claim is fenced on this attempt and on the score, so
+			// a task that moved on or was re-scheduled since loses there.
+			if paused == nil {
+				paused = d.Pauses()
+			}
+			if paused.Held(ctx, ref.Type) {
+				continue // stays READY; resuming the type re-indexes it
+			}
+			direct = append(direct, dispatch.Task{Lane: lane, Dispatch: events.TaskDispatched{
+				TaskID: ref.ID, Type: ref.Type, Attempt: ref.Attempt, NextRunTimeMs: score, Load: true}})
+			continue
+		}
+		data, _ := events.Encode(events.TaskDue{TaskID: ref.ID, Priority: lane, NextRunTimeMs: score,
 			Type: ref.Type, Attempt: ref.Attempt, Status: ref.Status})
 		msgs = append(msgs, bus.Msg{Subject: events.SubjectDue, EventType: events.TypeTaskDue,
 			CorrelationID: strconv.FormatInt(ref.ID, 10), Data: data})
-		metrics.TimerDue.WithLabelValues(string(lane)).Inc()
+	}
+	if len(direct) > 0 {
+		if msgs, err = t.cfg.Dispatch.Messages(msgs, direct); err != nil {
+			return 0, err
+		}
 	}
 	if len(msgs) > 0 {
 		if err := bus.PublishBatch(ctx, t.conn.JS, msgs); err != nil {
 			// The IDs left Redis; the reconciler finds them in MySQL.
 			return 0, fmt.Errorf("publish %d due tasks: %w", len(msgs), err)
 		}
+		if len(direct) > 0 {
+			t.cfg.Dispatch.Sent(ctx, direct)
+		}
 	}
-	if len(msgs) >= t.cfg.Batch {
+	if popped >= t.cfg.Batch {
 		t.nextWake.Store(now)
 		return 0, nil
 	}

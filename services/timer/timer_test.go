@@ -13,6 +13,8 @@ import (
 
 	"github.com/axsched/ax/contracts"
 	"github.com/axsched/ax/events"
+	"github.com/axsched/ax/services/internal/clock"
+	"github.com/axsched/ax/services/internal/dispatch"
 	"github.com/axsched/ax/services/internal/store"
 	"github.com/axsched/ax/services/internal/testenv"
 )
@@ -178,4 +180,65 @@ func TestDueCommandsSayWhatTheIndexKnows(t *testing.T) {
 	}, got)
 	require.True(t, got[0].Lean() != got[1].Lean(), "one lean, one to read back")
 	require.Zero(t, tm.rdb.ZCard(ctx, lane).Val(), "the malformed member left the lane too")
+}
+
+// TestDueReadyTasksGoStraightToTheirExecutors: with a dispatch.Sender, a
+// due READY task indexed with its type and attempt is dispatched by the
+// timer itself (lean, on its lane, carrying the popped score the claim is
+// fenced on) and marked; a due RETRYING task and an entry of an older
+// timer (a bare ID) go to the dispatcher as due commands; a READY task of
+// a paused type goes nowhere; a task not due yet stays indexed.
+func TestDueReadyTasksGoStraightToTheirExecutors(t *testing.T) {
+	st, _ := testenv.Store(t)
+	rdb, k := testenv.Redis(t)
+	conn := testenv.NATS(t)
+	logger := testenv.Logger(t)
+	ctx := context.Background()
+	send := dispatch.New(dispatch.Config{Heartbeat: time.Second}, st, rdb, k, clock.System{}, logger)
+	tm := New(Config{Dispatch: send}, st, rdb, k, conn, logger)
+	_, err := tm.ensureIndex(ctx)
+	require.NoError(t, err)
+
+	const pausedType = "test.paused"
+	for _, name := range []string{"ax.noop", pausedType} {
+		require.NoError(t, st.RegisterType(ctx, store.TaskType{Name: name, TimeoutMs: 1000, MaxRetries: 3}))
+	}
+	_, err = st.UpdateType(ctx, pausedType, "test", func(tt *store.TaskType) error { tt.Paused = true; return nil })
+	require.NoError(t, err)
+
+	now, err := rdb.Time(ctx).Result()
+	require.NoError(t, err)
+	past, future := now.Add(-10*time.Millisecond).UnixMilli(), now.Add(time.Hour).UnixMilli()
+	require.NoError(t, tm.Index(ctx, []store.DueRef{
+		{ID: 1, Priority: contracts.PriorityHigh, NextRunTimeMs: past, Type: "ax.noop", Attempt: 2, Status: contracts.StatusReady},
+		{ID: 2, Priority: contracts.PriorityNormal, NextRunTimeMs: past, Type: "ax.noop", Attempt: 1, Status: contracts.StatusRetrying},
+		{ID: 3, Priority: contracts.PriorityLow, NextRunTimeMs: past},
+		{ID: 4, Priority: contracts.PriorityHigh, NextRunTimeMs: past, Type: pausedType, Status: contracts.StatusReady},
+		{ID: 5, Priority: contracts.PriorityHigh, NextRunTimeMs: future, Type: "ax.noop", Status: contracts.StatusReady},
+	}))
+	_, err = tm.RunOnce(ctx)
+	require.NoError(t, err)
+
+	work := testenv.DrainWork(t, conn, "ax.work.exec.>")
+	require.Len(t, work, 1, "only the due READY task of a running type")
+	var td events.TaskDispatched
+	require.NoError(t, events.Decode(work[0].Data(), &td))
+	require.Equal(t, events.TaskDispatched{TaskID: 1, Type: "ax.noop", Attempt: 2, NextRunTimeMs: past, Load: true}, td)
+	require.Equal(t, events.ExecSubject("ax.noop", contracts.PriorityHigh, events.SharedToken), work[0].Subject())
+
+	var dues []int64
+	for _, d := range dueCommands(t, tm) {
+		dues = append(dues, d.TaskID)
+	}
+	require.ElementsMatch(t, []int64{2, 3}, dues, "the RETRYING task and the bare entry go to the dispatcher")
+
+	marked := func(id int64) bool {
+		_, err := rdb.ZScore(ctx, k.Dispatched(), strconv.FormatInt(id, 10)).Result()
+		return err == nil
+	}
+	require.True(t, marked(1), "marked dispatched")
+	require.False(t, marked(4), "the paused task is not")
+	left, err := rdb.ZRange(ctx, k.Lane(contracts.PriorityHigh), 0, -1).Result()
+	require.NoError(t, err)
+	require.Equal(t, []string{"5:0:ready:ax.noop"}, left, "the task not due yet stays indexed")
 }

@@ -104,7 +104,7 @@ func (f *serverFlags) register(fs *pflag.FlagSet, command string) {
 	fs.StringVar(&c.NATSURL, "nats-url", envStr("AX_NATS_URL", ""), "NATS URL; under `ax up` empty starts an embedded server [AX_NATS_URL]")
 	fs.IntVar(&c.StreamReplicas, "stream-replicas", envInt("AX_STREAM_REPLICAS", 1), "JetStream stream replicas (3 on a cluster) [AX_STREAM_REPLICAS]")
 	fs.StringVar(&c.HTTPAddr, "http", envStr("AX_HTTP_ADDR", serviceHTTPDefaults[command]), "HTTP address for the API (submitter) and /livez /readyz /metrics [AX_HTTP_ADDR]")
-	fs.IntVar(&c.Shards, "shards", envInt("AX_SHARDS", ring.DefaultShards), "shards of each task type's consistent hash ring, 1..4096 (64 or 256); the same on every process of a cluster (dispatchers and relays route by it) [AX_SHARDS]")
+	fs.IntVar(&c.Shards, "shards", envInt("AX_SHARDS", ring.DefaultShards), "shards of each task type's consistent hash ring, 1..4096 (64 or 256); the same on every process of a cluster (dispatchers, relays and timers route by it) [AX_SHARDS]")
 	fs.StringVar(&c.Node, "node", envStr("AX_NODE", defaultNode()), "name of this process in history, locks and task rows [AX_NODE]")
 	fs.Int64Var(&c.NodeID, "node-id", int64(envInt("AX_NODE_ID", rand.IntN(1024))), "snowflake node ID 0..1023, distinct per submitter (default random) [AX_NODE_ID]")
 	fs.BoolVar(&c.Migrate, "migrate", envBool("AX_MIGRATE", true), "apply pending migrations at start [AX_MIGRATE]")

@@ -178,6 +178,14 @@ func Run(ctx context.Context, cfg Config, services []Service, logger *slog.Logge
 		return err
 	}
 	k := keys.New(cfg.RedisPrefix)
+	// The relay dispatches tasks due the moment they became READY, and the
+	// timer delayed tasks that fall due, routed as the dispatcher routes.
+	heartbeat := cfg.Dispatcher.Heartbeat
+	if heartbeat <= 0 {
+		heartbeat = cfg.Executor.HeartbeatInterval
+	}
+	send := dispatch.New(dispatch.Config{Heartbeat: heartbeat, Shards: cfg.Shards}, st, rdb, k, clk,
+		logger.With("component", "dispatch"))
 	srv := ops.New(cfg.HTTPAddr, logger)
 	srv.AddCheck("mysql", st.Ping)
 	srv.AddCheck("redis", func(ctx context.Context) error { return rdb.Ping(ctx).Err() })
@@ -208,7 +216,11 @@ func Run(ctx context.Context, cfg Config, services []Service, logger *slog.Logge
 			sub.Routes(srv.Mux)
 			runners = append(runners, sub.Run)
 		case Timer:
-			tm := timer.New(cfg.Timer, st.WithActor("timer@"+cfg.Node), rdb, k, conn, logger)
+			tcfg := cfg.Timer
+			if tcfg.Dispatch == nil {
+				tcfg.Dispatch = send
+			}
+			tm := timer.New(tcfg, st.WithActor("timer@"+cfg.Node), rdb, k, conn, logger)
 			readies = append(readies, tm.Ready())
 			runners = append(runners, tm.Run)
 		case Dispatcher:
@@ -267,15 +279,9 @@ func Run(ctx context.Context, cfg Config, services []Service, logger *slog.Logge
 		relayCfg.Holder = outbox.HolderName(cfg.Node)
 	}
 	if relayCfg.Dispatch == nil {
-		// The relay dispatches tasks due the moment they became READY,
-		// routed as the dispatcher routes.
-		heartbeat := cfg.Dispatcher.Heartbeat
-		if heartbeat <= 0 {
-			heartbeat = cfg.Executor.HeartbeatInterval
-		}
-		relayCfg.Dispatch = dispatch.New(dispatch.Config{Heartbeat: heartbeat, Shards: cfg.Shards},
-			st, rdb, k, clk, logger.With("component", "relay_dispatch"))
+		relayCfg.Dispatch = send
 	}
+	infra.Go(func() error { return send.Run(infraCtx) })
 	infra.Go(func() error { return outbox.New(relayCfg, st, conn, logger).Run(infraCtx) })
 	infra.Go(func() error { return clk.Run(infraCtx, time.Second) })
 

@@ -7,13 +7,14 @@
 // is marked in Redis (one pipeline per batch, no MySQL row touched) so the
 // timer's reconciler leaves it alone while it queues.
 //
-// Two writers use it: the dispatcher, for due commands and ended backoffs,
-// and the relay, for tasks that were due the moment they became READY
+// Three senders use it: the dispatcher, for due commands and ended
+// backoffs; the relay, for tasks that were due the moment they became READY
 // (events.RouteDispatch), which it sends on together with their READY
-// events, so such a task reaches its executor in one hop from its commit.
-// A duplicate dispatch (a relay publishing again after a crash, two
-// dispatcher replicas, two views of the ring for a second) is absorbed by
-// the executor's claim, which is fenced on the task's attempt.
+// events, so such a task reaches its executor in one hop from its commit;
+// and the timer, for READY tasks its pop finds due. A duplicate dispatch (a
+// relay publishing again after a crash, a task the reconciler re-indexed,
+// two views of the ring for a second) is absorbed by the executor's claim,
+// which is fenced on the task's attempt and due time.
 package dispatch
 
 import (

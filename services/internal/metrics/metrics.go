@@ -56,9 +56,10 @@ var (
 		Name: "ax_clock_skew_seconds", Help: "Local clock minus the Redis TIME clock.",
 	})
 	// Dispatched counts tasks handed to executors, by type, by the
-	// dispatcher or by the relay (tasks due at once).
+	// dispatcher, the relay (tasks due at once) or the timer (READY tasks
+	// that fall due).
 	Dispatched = promauto.NewCounterVec(prometheus.CounterOpts{
-		Name: "ax_dispatcher_dispatched_total", Help: "Tasks published to executor subjects (by the dispatcher, or by the relay for tasks due at once).",
+		Name: "ax_dispatcher_dispatched_total", Help: "Tasks published to executor subjects (by the dispatcher, by the relay for tasks due at once, by the timer for READY tasks that fall due).",
 	}, []string{"type"})
 	// DispatchedLean counts the dispatches among them that went out lean,
 	// without a read of the task row (events.TaskDispatched.Load), by type.

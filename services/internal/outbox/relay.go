@@ -79,9 +79,9 @@ type Config struct {
 	// HolderName of the host name).
 	Holder string
 	// Dispatch, when set, dispatches the tasks of READY events due at once
-	// (events.RouteDispatch) with their events; Run keeps its routing
-	// current. Every process's relay has one in ax; without it nobody
-	// dispatches those tasks.
+	// (events.RouteDispatch) with their events; the caller keeps its
+	// routing current (dispatch.Sender.Run). Every process's relay has one
+	// in ax; without it nobody dispatches those tasks.
 	Dispatch *dispatch.Sender
 }
 
@@ -139,14 +139,6 @@ func HolderName(node string) string {
 // final transfers are not left waiting for the next start, and releases
 // the lease.
 func (r *Relay) Run(ctx context.Context) error {
-	if r.cfg.Dispatch != nil {
-		routing := make(chan struct{})
-		go func() {
-			defer close(routing)
-			_ = r.cfg.Dispatch.Run(ctx)
-		}()
-		defer func() { <-routing }()
-	}
 	sub, err := r.conn.NC.Subscribe(events.SubjectRelayWake, func(*nats.Msg) {
 		select {
 		case r.remote <- struct{}{}:

@@ -258,13 +258,14 @@ func Must(t testing.TB, err error, format string, args ...any) {
 }
 
 // DrainWork takes every message on AX_WORK's subjects matching filter
-// (through a durable consumer "test"), acknowledging each, until a fetch
-// finds nothing for 300 ms.
+// (through a durable consumer of its own per filter), acknowledging each,
+// until a fetch finds nothing for 300 ms.
 func DrainWork(t testing.TB, conn *bus.Conn, filter string) []jetstream.Msg {
 	t.Helper()
 	ctx := context.Background()
+	durable := "test_" + strings.NewReplacer(".", "_", "*", "star", ">", "all").Replace(filter)
 	c, err := conn.JS.CreateOrUpdateConsumer(ctx, events.StreamWork, jetstream.ConsumerConfig{
-		Durable: "test", FilterSubject: filter, AckPolicy: jetstream.AckExplicitPolicy})
+		Durable: durable, FilterSubject: filter, AckPolicy: jetstream.AckExplicitPolicy})
 	if err != nil {
 		t.Fatalf("work consumer: %v", err)
 	}
