@@ -60,17 +60,25 @@ type Config struct {
 	Heartbeat time.Duration
 	// Shards is the shard count of the types' rings (0: 64).
 	Shards int
+	// Dispatch, when set, is the process's dispatch.Sender (shared with its
+	// relay and timer; the caller keeps its routing current), and
+	// Heartbeat and Shards are not used. Unset, the dispatcher builds and
+	// runs its own.
+	Dispatch *dispatch.Sender
 }
 
 // Dispatcher is the dispatcher service.
 type Dispatcher struct {
-	ready  *ready.Gate
-	send   *dispatch.Sender
-	cfg    Config
-	store  *store.Store
-	conn   *bus.Conn
-	clock  clock.Clock
-	logger *slog.Logger
+	ready *ready.Gate
+	send  *dispatch.Sender
+	// ownSend is set when send is the dispatcher's own, which Run keeps
+	// routing.
+	ownSend bool
+	cfg     Config
+	store   *store.Store
+	conn    *bus.Conn
+	clock   clock.Clock
+	logger  *slog.Logger
 }
 
 // New builds a dispatcher.
@@ -79,9 +87,12 @@ func New(cfg Config, st *store.Store, rdb redis.UniversalClient, k keys.Keys, co
 		cfg.Consumers = ConsumersDefault
 	}
 	logger = logger.With("service", "dispatcher")
-	return &Dispatcher{ready: ready.New(1),
-		send: dispatch.New(dispatch.Config{Heartbeat: cfg.Heartbeat, Shards: cfg.Shards}, st, rdb, k, clk, logger),
-		cfg:  cfg, store: st, conn: conn, clock: clk, logger: logger}
+	d := &Dispatcher{ready: ready.New(1), send: cfg.Dispatch, cfg: cfg, store: st, conn: conn, clock: clk, logger: logger}
+	if d.send == nil {
+		d.send = dispatch.New(dispatch.Config{Heartbeat: cfg.Heartbeat, Shards: cfg.Shards}, st, rdb, k, clk, logger)
+		d.ownSend = true
+	}
+	return d
 }
 
 // dueBatch bounds how many due commands one pass checks and hands on.
@@ -90,7 +101,9 @@ const dueBatch = 512
 // Run consumes due commands until ctx ends.
 func (d *Dispatcher) Run(ctx context.Context) error {
 	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() error { return d.send.Run(gctx) })
+	if d.ownSend {
+		g.Go(func() error { return d.send.Run(gctx) })
+	}
 	g.Go(func() error {
 		return bus.ConsumeBatches(gctx, d.conn.JS, bus.ConsumerSpec{
 			Name: events.ConsumerDispatcher, Stream: events.StreamWork,

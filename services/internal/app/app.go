@@ -178,8 +178,9 @@ func Run(ctx context.Context, cfg Config, services []Service, logger *slog.Logge
 		return err
 	}
 	k := keys.New(cfg.RedisPrefix)
-	// The relay dispatches tasks due the moment they became READY, and the
-	// timer delayed tasks that fall due, routed as the dispatcher routes.
+	// One dispatch.Sender per process, for the dispatcher, the relay (tasks
+	// due the moment they became READY) and the timer (READY tasks that fall
+	// due): one routing table and one type cache.
 	heartbeat := cfg.Dispatcher.Heartbeat
 	if heartbeat <= 0 {
 		heartbeat = cfg.Executor.HeartbeatInterval
@@ -225,11 +226,8 @@ func Run(ctx context.Context, cfg Config, services []Service, logger *slog.Logge
 			runners = append(runners, tm.Run)
 		case Dispatcher:
 			dcfg := cfg.Dispatcher
-			if dcfg.Heartbeat <= 0 {
-				dcfg.Heartbeat = cfg.Executor.HeartbeatInterval
-			}
-			if dcfg.Shards == 0 {
-				dcfg.Shards = cfg.Shards
+			if dcfg.Dispatch == nil {
+				dcfg.Dispatch = send
 			}
 			d := dispatcher.New(dcfg, st.WithActor("dispatcher@"+cfg.Node), rdb, k, conn, clk, logger)
 			readies = append(readies, d.Ready())
