@@ -23,11 +23,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
 	"github.com/axsched/ax/contracts"
 	"github.com/axsched/ax/contracts/client"
 	"github.com/axsched/ax/services/executor"
+	"github.com/axsched/ax/services/internal/keys"
 	"github.com/axsched/ax/services/internal/testenv"
 )
 
@@ -125,6 +127,8 @@ func (p *proc) kill9(t *testing.T) {
 
 type cluster struct {
 	bin      string
+	rdb      *redis.Client
+	keys     keys.Keys
 	dsn      string
 	db       *sql.DB
 	natsURL  string
@@ -141,7 +145,7 @@ func newCluster(t *testing.T) *cluster {
 	db, err := sql.Open("mysql", dsn)
 	require.NoError(t, err)
 	t.Cleanup(func() { db.Close() })
-	_, k := testenv.Redis(t)
+	rdb, k := testenv.Redis(t)
 
 	port := testenv.FreePort(t)
 	start(t, "nats-server", filepath.Join(bin, "nats-server"), "-a", "127.0.0.1", "-p", strconv.Itoa(port),
@@ -153,7 +157,7 @@ func newCluster(t *testing.T) *cluster {
 		}
 		return err == nil
 	})
-	c := &cluster{bin: filepath.Join(bin, "ax"), dsn: dsn, db: db, prefix: k.Prefix,
+	c := &cluster{bin: filepath.Join(bin, "ax"), dsn: dsn, db: db, prefix: k.Prefix, rdb: rdb, keys: k,
 		natsURL: fmt.Sprintf("nats://127.0.0.1:%d", port)}
 	c.commonFl = []string{"--mysql-dsn", dsn, "--nats-url", c.natsURL, "--redis-prefix", c.prefix}
 
@@ -254,6 +258,20 @@ func TestKilledExecutorsTasksRunElsewhere(t *testing.T) {
 	ids := c.submit(t, n, contracts.SubmitRequest{Type: "ax.sleep", Timeout: "8s", Payload: []byte(`{"ms":6000}`)})
 	testenv.Eventually(t, 30*time.Second, "all tasks RUNNING on exec-a", func() bool {
 		return c.count(t, "status = 'RUNNING' AND executor_addr = 'exec-a'") == n
+	})
+	// A task with a timeout of its own has its lease resized right after
+	// its claim; killed in between, an executor leaves the type's length
+	// (docs/executors.md), which the dead-node path recovers, not the lease
+	// path this test is about. Kill once every lease is the task's own.
+	testenv.Eventually(t, 10*time.Second, "every lease sized by its task's timeout", func() bool {
+		for _, id := range ids {
+			n, err := strconv.ParseInt(id, 10, 64)
+			require.NoError(t, err)
+			if ttl := c.rdb.PTTL(context.Background(), c.keys.Lock(n)).Val(); ttl <= 0 || ttl > 9*time.Second {
+				return false
+			}
+		}
+		return true
 	})
 	victim.kill9(t)
 	killed := time.Now()
