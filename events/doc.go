@@ -7,9 +7,10 @@
 //   - AX_EVENTS (limits retention) holds one TaskTransferred event per row of
 //     task_history, published from that row by the relay with the event ID as
 //     Nats-Msg-Id so that a relay retry never stores an event twice. The
-//     timer indexes READY events by due time; those whose writer routed
-//     them to the dispatcher (Route: due at once) are dispatched straight
-//     from the event.
+//     timer indexes READY events (ax.events.task.ready) by due time; those of
+//     tasks due at once (Route other than the timer) go on
+//     ax.events.task.ready.now instead, and their tasks are dispatched by
+//     the relay together with the event or were by their writer.
 //   - AX_WORK (work-queue retention) carries commands between services:
 //     TaskDue (timer -> dispatcher) and TaskDispatched (dispatcher ->
 //     executor, one subject per task type). Losing one of these delays a task

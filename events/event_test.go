@@ -41,6 +41,11 @@ func TestTaskTransferredRoundTrip(t *testing.T) {
 func TestSubjectsAndConsumerNames(t *testing.T) {
 	tests := []struct{ got, want string }{
 		{events.TaskEventSubject(contracts.StatusReady), "ax.events.task.ready"},
+		{events.TransferSubject(contracts.StatusReady, events.RouteTimer), "ax.events.task.ready"},
+		{events.TransferSubject(contracts.StatusReady, events.RouteDispatch), "ax.events.task.ready.now"},
+		{events.TransferSubject(contracts.StatusReady, events.RouteDispatched), "ax.events.task.ready.now"},
+		{events.TransferSubject(contracts.StatusRunning, events.RouteDispatch), "ax.events.task.running"},
+		{events.TransferSubject(contracts.StatusRetrying, events.RouteTimer), "ax.events.task.retrying"},
 		{events.ExecSubject("billing.refund", contracts.PriorityHigh, "n1-x"), "ax.work.exec.high.billing.refund.n1-x"},
 		{events.ExecSubject("billing.refund", contracts.PriorityHigh, events.SharedToken), "ax.work.exec.high.billing.refund._"},
 		{events.ExecDoorbell("billing.refund", "n1-x"), "ax.work.exec.*.billing.refund.n1-x"},

@@ -66,6 +66,23 @@ func TaskEventSubject(to contracts.Status) string {
 	return taskEventPrefix + strings.ToLower(string(to))
 }
 
+// SubjectReadyNow carries the READY transfers that are not the timer's
+// (Route other than RouteTimer: dispatched with their event, or by their
+// writer): ax.events.task.ready holds only tasks waiting for a due time, so
+// the timer's consumer is not handed — and does not acknowledge — one event
+// per task due at once. Subscribe to ax.events.task.ready.> for these and
+// to ax.events.task.> for every transfer.
+const SubjectReadyNow = taskEventPrefix + "ready.now"
+
+// TransferSubject is the subject of a TaskTransferred into state to taken
+// on by route.
+func TransferSubject(to contracts.Status, route Route) string {
+	if to == contracts.StatusReady && route != RouteTimer {
+		return SubjectReadyNow
+	}
+	return TaskEventSubject(to)
+}
+
 // SharedToken is the last token of a type's shared subjects, where the
 // dispatcher sends work while no live executor serves the type (or before
 // it knows of one); every executor of the type pulls them too.

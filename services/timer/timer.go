@@ -171,8 +171,10 @@ func (t *Timer) Ready() <-chan struct{} { return t.ready.Ready() }
 
 // handleReady indexes the tasks of READY and RETRYING events in one
 // pipeline; undecodable events are dropped (the reconciler finds their
-// tasks in MySQL). READY events routed elsewhere (events.Route) are the
-// dispatcher's or nobody's.
+// tasks in MySQL). READY events of tasks due at once travel on
+// events.SubjectReadyNow, which the timer does not consume; a relay of an
+// older version still publishes them on this subject, and they are passed
+// over by their route.
 func (t *Timer) handleReady(ctx context.Context, msgs []jetstream.Msg) error {
 	refs := make([]store.DueRef, 0, len(msgs))
 	for _, m := range msgs {
@@ -185,8 +187,8 @@ func (t *Timer) handleReady(ctx context.Context, msgs []jetstream.Msg) error {
 			continue
 		}
 		if ev.To == contracts.StatusReady && ev.Route != events.RouteTimer {
-			// Due at once (the relay dispatched it with this event) or
-			// dispatched by its writer already.
+			// Due at once, from an older relay (the relay dispatched it with
+			// this event, or its writer had).
 			metrics.TimerSkipped.Inc()
 			continue
 		}

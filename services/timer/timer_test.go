@@ -122,9 +122,10 @@ func BenchmarkPop(b *testing.B) {
 	b.ReportMetric(float64(b.N*1000)/b.Elapsed().Seconds(), "ids/s")
 }
 
-// TestReadyEventsAreIndexedByRoute feeds real READY and RETRYING events
-// through the timer's handler: only those routed to the timer (and every
-// RETRYING one) reach the lanes.
+// TestReadyEventsAreIndexedByRoute feeds real READY and RETRYING events,
+// all on the timer's subjects as a relay of an older version published
+// them, through the timer's handler: only those routed to the timer (and
+// every RETRYING one) reach the lanes.
 func TestReadyEventsAreIndexedByRoute(t *testing.T) {
 	tm, _ := newTimer(t)
 	ctx := context.Background()

@@ -34,10 +34,11 @@ var (
 	TimerIndexed = promauto.NewCounter(prometheus.CounterOpts{
 		Name: "ax_timer_indexed_total", Help: "READY tasks indexed into the due-time sorted sets.",
 	})
-	// TimerSkipped counts READY events the timer left to the relay (due at
-	// once) or to nobody (dispatched by their writer).
+	// TimerSkipped counts READY events of tasks due at once that reached
+	// the timer: only a relay of an older version publishes them on the
+	// timer's subject (events.SubjectReadyNow).
 	TimerSkipped = promauto.NewCounter(prometheus.CounterOpts{
-		Name: "ax_timer_skipped_total", Help: "READY events the timer passed over: due at once (dispatched by the relay) or dispatched already.",
+		Name: "ax_timer_skipped_total", Help: "READY events of tasks due at once passed over by the timer (published on its subject by a relay of an older version).",
 	})
 	// TimerDue counts tasks the timer found due, by lane.
 	TimerDue = promauto.NewCounterVec(prometheus.CounterOpts{

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 
 	"github.com/axsched/ax/contracts"
@@ -72,6 +73,9 @@ func TestRelayDispatchesTasksDueAtOnceWithTheirEvents(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, len(tasks), n, "every READY event is published")
 	require.Len(t, streamEventIDs(t, conn.JS), len(tasks)+1, "and the pause of the type")
+	// Only the task left to the timer is on the subject the timer consumes.
+	require.Equal(t, map[string]uint64{"ax.events.task.ready": 1, "ax.events.task.ready.now": 3},
+		streamSubjects(t, conn, "ax.events.task.>"))
 
 	msgs := testenv.DrainWork(t, conn, "ax.work.exec.>")
 	require.Len(t, msgs, 1, "only the task due at once of a running type")
@@ -87,6 +91,17 @@ func TestRelayDispatchesTasksDueAtOnceWithTheirEvents(t *testing.T) {
 	task, err := st.GetTask(ctx, 4)
 	require.NoError(t, err)
 	require.Equal(t, contracts.StatusReady, task.Status, "the paused task waits READY")
+}
+
+// streamSubjects counts the messages on AX_EVENTS by subject.
+func streamSubjects(t *testing.T, conn *bus.Conn, filter string) map[string]uint64 {
+	t.Helper()
+	ctx := context.Background()
+	s, err := conn.JS.Stream(ctx, events.StreamEvents)
+	require.NoError(t, err)
+	info, err := s.Info(ctx, jetstream.WithSubjectFilter(filter))
+	require.NoError(t, err)
+	return info.State.Subjects
 }
 
 // TestRelayHoldsItsCursorUntilTheDispatchIsStored: while the dispatch of a

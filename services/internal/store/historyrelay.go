@@ -354,7 +354,7 @@ func (h historyEvent) outboxRow() (OutboxRow, error) {
 	if err != nil {
 		return OutboxRow{}, fmt.Errorf("encode event of task %d: %w", h.event.TaskID, err)
 	}
-	subject := events.TaskEventSubject(h.event.To)
+	subject := events.TransferSubject(h.event.To, h.event.Route)
 	if h.rejected {
 		subject = events.SubjectTaskRejected
 	}
