@@ -7,9 +7,13 @@
 // (leases in one Redis pipeline, transfers in one transaction); a task that has waited past
 // its due time by more than AgingAfter counts one lane higher per AgingAfter
 // elapsed, so a flood of high-priority work delays low work but never starves
-// it. When every lane is empty the fetcher sleeps on a core-NATS doorbell
-// subscription to the type's subjects, so new work is seen at once without
-// polling.
+// it. The node's own lanes are pulled by long-lived pull requests (feed):
+// JetStream sends the work as it is stored, and a fetcher takes it from
+// memory. The shared lanes are fetched on demand; when every lane is empty
+// the fetcher sleeps until a feed receives work or a core-NATS doorbell
+// subscription to the shared subjects rings, so new work is seen at once
+// without polling. With one fetcher (strict lane order) every lane is
+// fetched on demand, lowest first, with doorbells on both.
 //
 // Claim: a task type with a cluster-wide concurrency limit first takes a
 // member of the type's running set in Redis (a Lua script that also evicts
@@ -265,6 +269,7 @@ func (e *Executor) Run(ctx context.Context) error {
 		for range e.cfg.Fetchers {
 			intake.Go(func() error { return in.fetchLoop(ictx) })
 		}
+		intake.Go(func() error { return in.tend(ictx) })
 		defer in.close()
 		intakes = append(intakes, in)
 	}

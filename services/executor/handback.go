@@ -19,6 +19,9 @@ func (e *Executor) handBack(intakes []*intake) {
 	defer cancel()
 	total := 0
 	for _, in := range intakes {
+		// The feeds stop first and hand back what they held, so that
+		// moving the queued work finds it.
+		in.close()
 		for _, src := range in.srcs {
 			if !src.own {
 				continue

@@ -18,13 +18,18 @@ import (
 const (
 	// keepAliveAge is how long a held message goes without InProgress,
 	// well within bus.ExecAckWait.
-	keepAliveAge = 5 * time.Second
+	keepAliveAge = 1500 * time.Millisecond
 	// idleWait bounds a doorbell wait, in case a doorbell was lost.
 	idleWait = time.Second
 )
 
 // intake pulls one task type's lanes: for every lane the node's own
-// subject (the shards it owns) and the type's shared subject.
+// subject (the shards it owns) and the type's shared subject. The own
+// lanes are fed by long-lived pulls (feed); the shared ones, which every
+// executor of the type drains, are fetched on demand, woken by a doorbell.
+// With one fetcher (strict lane order) every lane is fetched on demand:
+// feeds fill independently, so a lower lane's work could be seen before a
+// higher lane's published earlier.
 type intake struct {
 	e    *Executor
 	p    *pool
@@ -47,6 +52,9 @@ type source struct {
 	lane    int // rank: 0 high
 	subject string
 	own     bool
+	// feed, when set, holds what the long-lived pull of an own lane
+	// delivered; fetching from it is taking from memory.
+	feed *feed
 }
 
 // head is a fetched message not yet taken.
@@ -60,18 +68,30 @@ type head struct {
 func (e *Executor) newIntake(ctx context.Context, p *pool) (*intake, error) {
 	in := &intake{e: e, p: p, bell: make(chan struct{}, 1)}
 	own := events.NodeToken(e.cfg.Node)
+	bells := []string{events.SharedToken}
+	if in.strict() {
+		bells = append(bells, own)
+	}
 	for rank, lane := range contracts.Priorities {
 		for _, token := range []string{own, events.SharedToken} {
 			c, err := e.conn.JS.CreateOrUpdateConsumer(ctx, events.StreamWork, bus.ExecConsumerConfig(p.spec.Name, lane, token))
 			if err != nil {
+				in.close()
 				return nil, fmt.Errorf("declare %s consumer for %s: %w", lane, p.spec.Name, err)
 			}
-			in.srcs = append(in.srcs, source{c: c, lane: rank, subject: events.ExecSubject(p.spec.Name, lane, token), own: token == own})
+			src := source{c: c, lane: rank, subject: events.ExecSubject(p.spec.Name, lane, token), own: token == own}
+			if src.own && !in.strict() {
+				if src.feed, err = in.startFeed(c, feedSize(p.spec.Concurrency)); err != nil {
+					in.close()
+					return nil, err
+				}
+			}
+			in.srcs = append(in.srcs, src)
 		}
 	}
 	in.rungAt = make([]atomic.Int64, len(in.srcs))
 	in.emptyAt = make([]atomic.Int64, len(in.srcs))
-	for _, token := range []string{own, events.SharedToken} {
+	for _, token := range bells {
 		sub, err := e.conn.NC.Subscribe(events.ExecDoorbell(p.spec.Name, token), func(m *nats.Msg) {
 			for i, src := range in.srcs {
 				if m.Subject == src.subject {
@@ -96,9 +116,40 @@ func (in *intake) ring() {
 	}
 }
 
+// close stops the doorbells and the feeds, handing back what the feeds
+// held; it may be called more than once.
 func (in *intake) close() {
 	for _, sub := range in.subs {
 		_ = sub.Unsubscribe()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), feedCloseWait)
+	defer cancel()
+	for _, src := range in.srcs {
+		if src.feed != nil {
+			src.feed.close(ctx)
+		}
+	}
+}
+
+// feedCloseWait bounds how long closing waits for a feed's consume to end.
+const feedCloseWait = 5 * time.Second
+
+// tend keeps the feeds' held messages alive while the fetchers may all be
+// waiting for slots, until ctx ends.
+func (in *intake) tend(ctx context.Context) error {
+	t := time.NewTicker(keepAliveAge / 2)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case now := <-t.C:
+			for _, src := range in.srcs {
+				if src.feed != nil {
+					src.feed.keepAlive(now)
+				}
+			}
+		}
 	}
 }
 
@@ -129,9 +180,7 @@ func (in *intake) fetchLoop(ctx context.Context) error {
 		case in.p.slots <- struct{}{}:
 		default:
 			saturated = true
-			select {
-			case in.p.slots <- struct{}{}:
-			case <-ctx.Done():
+			if !in.waitSlot(ctx, queues) {
 				return nil
 			}
 		}
@@ -169,6 +218,24 @@ func (in *intake) fetchLoop(ctx context.Context) error {
 			return nil
 		}
 		in.e.takeBatch(ctx, in.p, hs)
+	}
+}
+
+// waitSlot takes a slot of the full pool, keeping the messages the fetcher
+// holds alive meanwhile (the pool may stay full for longer than the ack
+// wait); false means ctx ended.
+func (in *intake) waitSlot(ctx context.Context, queues [][]*head) bool {
+	tick := time.NewTicker(keepAliveAge / 2)
+	defer tick.Stop()
+	for {
+		select {
+		case in.p.slots <- struct{}{}:
+			return true
+		case <-ctx.Done():
+			return false
+		case <-tick.C:
+			in.keepAlive(queues)
+		}
 	}
 }
 
@@ -252,6 +319,9 @@ const ringSlack = 5 * time.Millisecond
 // mayHold reports whether lane i is worth a fetch: it was not found empty
 // lately, or a doorbell rang for it since.
 func (in *intake) mayHold(i int) bool {
+	if f := in.srcs[i].feed; f != nil {
+		return f.len() > 0
+	}
 	empty := in.emptyAt[i].Load()
 	return time.Since(time.Unix(0, empty)) >= idleWait || in.rungAt[i].Load() >= empty-int64(ringSlack)
 }
@@ -261,8 +331,11 @@ func (in *intake) mayHold(i int) bool {
 func (in *intake) strict() bool { return in.e.cfg.Fetchers == 1 }
 
 // fetchLane fetches up to n messages of source i unless it is known empty
-// (and not forced).
+// (and not forced); a fed lane gives what it holds.
 func (in *intake) fetchLane(ctx context.Context, i, n int, force bool) []*head {
+	if f := in.srcs[i].feed; f != nil {
+		return f.take(n)
+	}
 	if !force && !in.mayHold(i) {
 		return nil
 	}

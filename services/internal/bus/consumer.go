@@ -118,9 +118,10 @@ func AddConsumer(router *message.Router, url string, spec ConsumerSpec, logger *
 
 // ExecAckWait is how long an executor may hold a fetched task message
 // unacknowledged (it keeps held ones alive well within it). It is also how
-// long the fetched but unclaimed work of a node that died waits before it
-// can be moved on.
-const ExecAckWait = 15 * time.Second
+// long the fetched but unclaimed work of a node that died — or froze with
+// its connection open, holding what its long-lived pulls were sent — waits
+// before it can be moved on, so it is short.
+const ExecAckWait = 5 * time.Second
 
 // ExecConsumerConfig is the durable consumer of one executor subject (a
 // lane of a task type, for one node or shared). Executors and the reaper,

@@ -1,0 +1,143 @@
+package executor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/axsched/ax/events"
+)
+
+// feed is a lane of the node's own subject pulled by one long-lived pull
+// request (jetstream.Consume): JetStream sends the node its work as it is
+// stored, so a task costs its delivery and its acknowledgement — no
+// doorbell copy, no pull request and no "no more messages" reply of its
+// own, and no round trip between the dispatch arriving and the fetcher
+// seeing it. Only this node pulls its own subject, so what the feed holds
+// is nobody else's to take. At most room messages wait in it; while it is
+// full the consume callback blocks, so JetStream stops sending once the
+// open pull request's batch (as many again, queued in the client library,
+// where they cannot be kept alive) is delivered. Those are redelivered to
+// this node if the pool stays full for longer than the ack wait; the
+// duplicate loses at the claim.
+type feed struct {
+	mu    sync.Mutex
+	heads []*head
+	room  chan struct{} // one token per message held
+	stop  chan struct{}
+	cc    jetstream.ConsumeContext
+	// stopOnce guards close.
+	stopOnce sync.Once
+}
+
+// feedPullExpiry is how long one pull request of a feed stays open (it is
+// renewed before): short, so that a node frozen with its connection open
+// stops being sent work soon, and what it was sent comes back after the ack
+// wait (bus.ExecAckWait) for the reaper to move once the node counts as
+// dead.
+const feedPullExpiry = 5 * time.Second
+
+// feedSize bounds the messages a feed holds, by the pool's size: enough for
+// a claim batch per fetcher's worth of free slots without holding far more
+// work than the node can start (held work waits, and its acknowledgement
+// deadline must be kept alive).
+func feedSize(concurrency int) int {
+	return min(max(concurrency, 16), maxClaimBatch)
+}
+
+// startFeed consumes c into a feed, ringing in's bell on every arrival.
+func (in *intake) startFeed(c jetstream.Consumer, size int) (*feed, error) {
+	f := &feed{room: make(chan struct{}, size), stop: make(chan struct{})}
+	cc, err := c.Consume(func(msg jetstream.Msg) {
+		select {
+		case <-f.stop:
+			_ = msg.Nak()
+			return
+		default:
+		}
+		select {
+		case f.room <- struct{}{}:
+		case <-f.stop:
+			_ = msg.Nak() // stopping: another executor takes it at once
+			return
+		}
+		now := time.Now()
+		h := &head{msg: msg, fetchedAt: now, lastKeep: now}
+		if err := events.Decode(msg.Data(), &h.task); err != nil {
+			<-f.room
+			in.e.logger.Error("dropping undecodable dispatch", "type", in.p.spec.Name, "err", err)
+			_ = msg.Term()
+			return
+		}
+		f.mu.Lock()
+		f.heads = append(f.heads, h)
+		f.mu.Unlock()
+		in.ring()
+	}, jetstream.PullMaxMessages(size), jetstream.PullExpiry(feedPullExpiry), jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
+		switch {
+		case errors.Is(err, jetstream.ErrConsumerDeleted):
+			in.e.logger.Warn("own lane's consumer deleted; its work is moved on by the reaper", "type", in.p.spec.Name, "err", err)
+		case !errors.Is(err, jetstream.ErrNoHeartbeat):
+			in.e.logger.Debug("consume", "type", in.p.spec.Name, "err", err)
+		}
+	}))
+	if err != nil {
+		return nil, fmt.Errorf("consume own lane of %s: %w", in.p.spec.Name, err)
+	}
+	f.cc = cc
+	return f, nil
+}
+
+// take removes and returns up to n of the oldest held messages.
+func (f *feed) take(n int) []*head {
+	f.mu.Lock()
+	k := min(n, len(f.heads))
+	out := make([]*head, k)
+	copy(out, f.heads)
+	f.heads = f.heads[k:]
+	f.mu.Unlock()
+	for range k {
+		<-f.room
+	}
+	return out
+}
+
+func (f *feed) len() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.heads)
+}
+
+// keepAlive tells JetStream that messages held longer than keepAliveAge are
+// still wanted.
+func (f *feed) keepAlive(now time.Time) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, h := range f.heads {
+		if now.Sub(h.lastKeep) > keepAliveAge {
+			_ = h.msg.InProgress()
+			h.lastKeep = now
+		}
+	}
+}
+
+// close ends the consume, waits for its callback to return, and hands
+// every held message back (Nak) so that the hand-back of the node's queued
+// work, or another executor, takes it at once.
+func (f *feed) close(ctx context.Context) {
+	f.stopOnce.Do(func() {
+		close(f.stop)
+		f.cc.Drain()
+		select {
+		case <-f.cc.Closed():
+		case <-ctx.Done():
+		}
+		for _, h := range f.take(len(f.room)) {
+			_ = h.msg.Nak()
+		}
+	})
+}
