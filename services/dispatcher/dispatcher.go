@@ -17,7 +17,10 @@
 // executor of the type also drains. Work left on the subject of a node that
 // is gone is moved on by the reaper. Tasks due the moment they became
 // READY never reach the dispatcher: the relay dispatches them together
-// with their READY events.
+// with their READY events; nor do the delayed tasks and retries the timer
+// pops, which it dispatches itself. What is left here is work moved off a
+// departed node's subjects, index entries of an older timer, and backoffs
+// the timer failed to end.
 //
 // Replicas: any number may run; they share one durable consumer, and a
 // duplicate dispatch is absorbed by the executor's lock and attempt check.

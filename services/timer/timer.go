@@ -58,13 +58,13 @@ type Config struct {
 	// then takes every task due within it instead of one per wake-up.
 	// Negative means 0.
 	Coalesce time.Duration
-	// Dispatch, when set, hands due READY tasks indexed with their type
-	// and attempt straight to their executors (a lean dispatch, routed,
+	// Dispatch, when set, hands due tasks indexed with their type and
+	// attempt straight to their executors (a lean dispatch, routed,
 	// pause-checked and marked as the dispatcher would) instead of sending
-	// the dispatcher a due command for each. RETRYING tasks, which must
-	// first become READY, and entries of an older timer (a bare ID) still
-	// go to the dispatcher. The caller keeps its routing current
-	// (dispatch.Sender.Run).
+	// the dispatcher a due command for each; a RETRYING task first becomes
+	// READY here, in one transaction per pass. Entries of an older timer (a
+	// bare ID) still go to the dispatcher. The caller keeps its routing
+	// current (dispatch.Sender.Run).
 	Dispatch *dispatch.Sender
 }
 
@@ -323,10 +323,11 @@ func (t *Timer) RunOnce(ctx context.Context) (time.Duration, error) {
 	}
 	now, next := toInt(res[0]), toInt(res[1])
 	var (
-		msgs   []bus.Msg
-		direct []dispatch.Task
-		popped int
-		paused *dispatch.Pauses
+		msgs     []bus.Msg
+		direct   []dispatch.Task
+		retrying []dispatch.Task
+		popped   int
+		paused   *dispatch.Pauses
 	)
 	for i := 2; i+2 < len(res); i += 3 {
 		popped++
@@ -339,24 +340,36 @@ func (t *Timer) RunOnce(ctx context.Context) (time.Duration, error) {
 		}
 		metrics.TimerDue.WithLabelValues(string(lane)).Inc()
 		score := toInt(res[i+2])
-		if d := t.cfg.Dispatch; d != nil && ref.Status == contracts.StatusReady && ref.Type != "" {
+		if d := t.cfg.Dispatch; d != nil && ref.Type != "" &&
+			(ref.Status == contracts.StatusReady || ref.Status == contracts.StatusRetrying) {
 			// Due by the Redis clock, which the pop read: nothing to wait
-			// for. The claim is fenced on this attempt and on the score, so
-			// a task that moved on or was re-scheduled since loses there.
+			// for. The claim (and for a RETRYING task the transfer to READY
+			// first) is fenced on this attempt and on the score, so a task
+			// that moved on or was re-scheduled since loses there.
 			if paused == nil {
 				paused = d.Pauses()
 			}
 			if paused.Held(ctx, ref.Type) {
-				continue // stays READY; resuming the type re-indexes it
+				continue // stays as it is; resuming the type re-indexes it
 			}
-			direct = append(direct, dispatch.Task{Lane: lane, Dispatch: events.TaskDispatched{
-				TaskID: ref.ID, Type: ref.Type, Attempt: ref.Attempt, NextRunTimeMs: score, Load: true}})
+			task := dispatch.Task{Lane: lane, Dispatch: events.TaskDispatched{
+				TaskID: ref.ID, Type: ref.Type, Attempt: ref.Attempt, NextRunTimeMs: score, Load: true}}
+			if ref.Status == contracts.StatusRetrying {
+				retrying = append(retrying, task)
+			} else {
+				direct = append(direct, task)
+			}
 			continue
 		}
 		data, _ := events.Encode(events.TaskDue{TaskID: ref.ID, Priority: lane, NextRunTimeMs: score,
 			Type: ref.Type, Attempt: ref.Attempt, Status: ref.Status})
 		msgs = append(msgs, bus.Msg{Subject: events.SubjectDue, EventType: events.TypeTaskDue,
 			CorrelationID: strconv.FormatInt(ref.ID, 10), Data: data})
+	}
+	if len(retrying) > 0 {
+		var handOn []bus.Msg
+		direct, handOn = t.endBackoffs(ctx, direct, retrying)
+		msgs = append(msgs, handOn...)
 	}
 	if len(direct) > 0 {
 		if msgs, err = t.cfg.Dispatch.Messages(msgs, direct); err != nil {
@@ -384,6 +397,44 @@ func (t *Timer) RunOnce(ctx context.Context) (time.Duration, error) {
 	}
 	t.nextWake.Store(wakeAt)
 	return sleep, nil
+}
+
+// endBackoffs moves due RETRYING tasks to READY in one transaction, each
+// fenced on the attempt and due time it was indexed with (a task cancelled,
+// re-scheduled or moved on by a racing dispatcher since loses there), and
+// returns direct with those that moved, to be dispatched in this pass (their
+// READY events say so: RouteDispatched). If the transaction fails they are
+// handed to the dispatcher as due commands instead, which tries the same.
+func (t *Timer) endBackoffs(ctx context.Context, direct, retrying []dispatch.Task) ([]dispatch.Task, []bus.Msg) {
+	chains := make([][]store.TransferParams, len(retrying))
+	for i, r := range retrying {
+		attempt, dueBy := r.Dispatch.Attempt, r.Dispatch.NextRunTimeMs
+		chains[i] = []store.TransferParams{{
+			TaskID: r.Dispatch.TaskID, From: contracts.StatusRetrying, To: contracts.StatusReady,
+			Attempt: &attempt, DueByMs: &dueBy, Route: events.RouteDispatched, Reason: "backoff elapsed",
+		}}
+	}
+	out, err := t.store.TransferBatch(ctx, chains)
+	if err != nil {
+		t.logger.Warn("ending backoffs failed; handing the tasks to the dispatcher", "tasks", len(retrying), "err", err)
+		msgs := make([]bus.Msg, 0, len(retrying))
+		for _, r := range retrying {
+			d := r.Dispatch
+			data, _ := events.Encode(events.TaskDue{TaskID: d.TaskID, Priority: r.Lane, NextRunTimeMs: d.NextRunTimeMs,
+				Type: d.Type, Attempt: d.Attempt, Status: contracts.StatusRetrying})
+			msgs = append(msgs, bus.Msg{Subject: events.SubjectDue, EventType: events.TypeTaskDue,
+				CorrelationID: strconv.FormatInt(d.TaskID, 10), Data: data})
+		}
+		return direct, msgs
+	}
+	for i, r := range retrying {
+		if out[i].Err != nil {
+			metrics.DispatchSkipped.WithLabelValues("not_ready").Inc()
+			continue
+		}
+		direct = append(direct, r)
+	}
+	return direct, nil
 }
 
 func toInt(v any) int64 {

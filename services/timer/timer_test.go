@@ -186,9 +186,11 @@ func TestDueCommandsSayWhatTheIndexKnows(t *testing.T) {
 // TestDueReadyTasksGoStraightToTheirExecutors: with a dispatch.Sender, a
 // due READY task indexed with its type and attempt is dispatched by the
 // timer itself (lean, on its lane, carrying the popped score the claim is
-// fenced on) and marked; a due RETRYING task and an entry of an older
-// timer (a bare ID) go to the dispatcher as due commands; a READY task of
-// a paused type goes nowhere; a task not due yet stays indexed.
+// fenced on) and marked; a due RETRYING task becomes READY first (fenced on
+// its indexed attempt: one whose row moved on stays as it is and goes
+// nowhere); an entry of an older timer (a bare ID) goes to the dispatcher
+// as a due command; a READY task of a paused type goes nowhere; a task not
+// due yet stays indexed.
 func TestDueReadyTasksGoStraightToTheirExecutors(t *testing.T) {
 	st, _ := testenv.Store(t)
 	rdb, k := testenv.Redis(t)
@@ -210,28 +212,59 @@ func TestDueReadyTasksGoStraightToTheirExecutors(t *testing.T) {
 	now, err := rdb.Time(ctx).Result()
 	require.NoError(t, err)
 	past, future := now.Add(-10*time.Millisecond).UnixMilli(), now.Add(time.Hour).UnixMilli()
+	// Tasks 2 and 6 wait out a backoff after their first attempt; task 6's
+	// row has moved on to its second attempt since it was indexed.
+	for id, attempt := range map[int64]int{2: 1, 6: 2} {
+		_, _, err := st.CreateTask(ctx, store.NewTask{ID: id, Type: "ax.noop", Priority: contracts.PriorityNormal,
+			Status: contracts.StatusReady, NextRunTimeMs: past, MaxRetries: 3, TimeoutMs: 1000, Reason: "test"})
+		require.NoError(t, err)
+		_, err = st.DB().ExecContext(ctx, `UPDATE tasks SET status = 'RETRYING', attempt = ?, next_run_time = ? WHERE id = ?`,
+			attempt, past, id)
+		require.NoError(t, err)
+	}
 	require.NoError(t, tm.Index(ctx, []store.DueRef{
 		{ID: 1, Priority: contracts.PriorityHigh, NextRunTimeMs: past, Type: "ax.noop", Attempt: 2, Status: contracts.StatusReady},
 		{ID: 2, Priority: contracts.PriorityNormal, NextRunTimeMs: past, Type: "ax.noop", Attempt: 1, Status: contracts.StatusRetrying},
 		{ID: 3, Priority: contracts.PriorityLow, NextRunTimeMs: past},
 		{ID: 4, Priority: contracts.PriorityHigh, NextRunTimeMs: past, Type: pausedType, Status: contracts.StatusReady},
 		{ID: 5, Priority: contracts.PriorityHigh, NextRunTimeMs: future, Type: "ax.noop", Status: contracts.StatusReady},
+		{ID: 6, Priority: contracts.PriorityNormal, NextRunTimeMs: past, Type: "ax.noop", Attempt: 1, Status: contracts.StatusRetrying},
 	}))
 	_, err = tm.RunOnce(ctx)
 	require.NoError(t, err)
 
 	work := testenv.DrainWork(t, conn, "ax.work.exec.>")
-	require.Len(t, work, 1, "only the due READY task of a running type")
-	var td events.TaskDispatched
-	require.NoError(t, events.Decode(work[0].Data(), &td))
-	require.Equal(t, events.TaskDispatched{TaskID: 1, Type: "ax.noop", Attempt: 2, NextRunTimeMs: past, Load: true}, td)
-	require.Equal(t, events.ExecSubject("ax.noop", contracts.PriorityHigh, events.SharedToken), work[0].Subject())
+	require.Len(t, work, 2, "the due READY task and the RETRYING task whose backoff ended, of a running type")
+	got := map[int64]events.TaskDispatched{}
+	subjects := map[int64]string{}
+	for _, w := range work {
+		var td events.TaskDispatched
+		require.NoError(t, events.Decode(w.Data(), &td))
+		got[td.TaskID], subjects[td.TaskID] = td, w.Subject()
+	}
+	require.Equal(t, events.TaskDispatched{TaskID: 1, Type: "ax.noop", Attempt: 2, NextRunTimeMs: past, Load: true}, got[1])
+	require.Equal(t, events.ExecSubject("ax.noop", contracts.PriorityHigh, events.SharedToken), subjects[1])
+	require.Equal(t, events.TaskDispatched{TaskID: 2, Type: "ax.noop", Attempt: 1, NextRunTimeMs: past, Load: true}, got[2])
+	require.Equal(t, events.ExecSubject("ax.noop", contracts.PriorityNormal, events.SharedToken), subjects[2])
+
+	retried, err := st.GetTask(ctx, 2)
+	require.NoError(t, err)
+	require.Equal(t, contracts.StatusReady, retried.Status, "its backoff ended in MySQL before it was dispatched")
+	require.Equal(t, 1, retried.Attempt, "the claim moves the attempt on, not the end of a backoff")
+	var route int
+	require.NoError(t, st.DB().QueryRowContext(ctx, `SELECT route FROM task_history
+		WHERE task_id = 2 AND from_status = 'RETRYING' AND to_status = 'READY'`).Scan(&route))
+	require.Equal(t, 2, route, "its READY event says it was dispatched already (events.RouteDispatched)")
+	moved, err := st.GetTask(ctx, 6)
+	require.NoError(t, err)
+	require.Equal(t, contracts.StatusRetrying, moved.Status, "a task that moved on since it was indexed loses the fenced transfer")
+	require.Equal(t, 2, moved.Attempt)
 
 	var dues []int64
 	for _, d := range dueCommands(t, tm) {
 		dues = append(dues, d.TaskID)
 	}
-	require.ElementsMatch(t, []int64{2, 3}, dues, "the RETRYING task and the bare entry go to the dispatcher")
+	require.Equal(t, []int64{3}, dues, "only the bare entry goes to the dispatcher")
 
 	marked := func(id int64) bool {
 		_, err := rdb.ZScore(ctx, k.Dispatched(), strconv.FormatInt(id, 10)).Result()
