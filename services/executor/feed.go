@@ -9,7 +9,9 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/axsched/ax/contracts"
 	"github.com/axsched/ax/events"
+	"github.com/axsched/ax/services/internal/bus"
 )
 
 // feed is a lane of the node's own subject pulled by one long-lived pull
@@ -28,8 +30,9 @@ type feed struct {
 	mu    sync.Mutex
 	heads []*head
 	room  chan struct{} // one token per message held
+	size  int
 	stop  chan struct{}
-	cc    jetstream.ConsumeContext
+	cc    jetstream.ConsumeContext // guarded by mu: revive replaces it
 	// stopOnce guards close.
 	stopOnce sync.Once
 }
@@ -49,9 +52,18 @@ func feedSize(concurrency int) int {
 	return min(max(concurrency, 16), maxClaimBatch)
 }
 
-// startFeed consumes c into a feed, ringing in's bell on every arrival.
-func (in *intake) startFeed(c jetstream.Consumer, size int) (*feed, error) {
-	f := &feed{room: make(chan struct{}, size), stop: make(chan struct{})}
+// startFeed consumes the own lane src into a feed, ringing in's bell on
+// every arrival.
+func (in *intake) startFeed(src source, size int) (*feed, error) {
+	f := &feed{room: make(chan struct{}, size), stop: make(chan struct{}), size: size}
+	if err := in.consume(f, src.c); err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+// consume starts (or restarts) f's long-lived pull on c.
+func (in *intake) consume(f *feed, c jetstream.Consumer) error {
 	cc, err := c.Consume(func(msg jetstream.Msg) {
 		select {
 		case <-f.stop:
@@ -77,19 +89,55 @@ func (in *intake) startFeed(c jetstream.Consumer, size int) (*feed, error) {
 		f.heads = append(f.heads, h)
 		f.mu.Unlock()
 		in.ring()
-	}, jetstream.PullMaxMessages(size), jetstream.PullExpiry(feedPullExpiry), jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
+	}, jetstream.PullMaxMessages(f.size), jetstream.PullExpiry(feedPullExpiry), jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
 		switch {
 		case errors.Is(err, jetstream.ErrConsumerDeleted):
-			in.e.logger.Warn("own lane's consumer deleted; its work is moved on by the reaper", "type", in.p.spec.Name, "err", err)
+			in.e.logger.Warn("own lane's consumer was deleted; declaring it again", "type", in.p.spec.Name, "err", err)
 		case !errors.Is(err, jetstream.ErrNoHeartbeat):
 			in.e.logger.Debug("consume", "type", in.p.spec.Name, "err", err)
 		}
 	}))
 	if err != nil {
-		return nil, fmt.Errorf("consume own lane of %s: %w", in.p.spec.Name, err)
+		return fmt.Errorf("consume own lane of %s: %w", in.p.spec.Name, err)
 	}
+	f.mu.Lock()
 	f.cc = cc
-	return f, nil
+	f.mu.Unlock()
+	return nil
+}
+
+// revive declares src's consumer again and restarts its feed when the
+// consume ended by itself (its consumer was deleted: a stream re-created
+// after a loss, or an operator); without it the node would stop taking the
+// work routed to it while still counting as alive.
+func (in *intake) revive(ctx context.Context, src source) {
+	f := src.feed
+	f.mu.Lock()
+	cc := f.cc
+	f.mu.Unlock()
+	select {
+	case <-cc.Closed():
+	default:
+		return
+	}
+	select {
+	case <-f.stop:
+		return
+	default:
+	}
+	lane := contracts.Priorities[src.lane]
+	c, err := in.e.conn.JS.CreateOrUpdateConsumer(ctx, events.StreamWork,
+		bus.ExecConsumerConfig(in.p.spec.Name, lane, events.NodeToken(in.e.cfg.Node)))
+	if err == nil {
+		err = in.consume(f, c)
+	}
+	if err != nil {
+		if ctx.Err() == nil {
+			in.e.logger.Warn("restart own lane's consume", "type", in.p.spec.Name, "lane", lane, "err", err)
+		}
+		return
+	}
+	in.e.logger.Info("own lane's consume restarted", "type", in.p.spec.Name, "lane", lane)
 }
 
 // take removes and returns up to n of the oldest held messages.
@@ -131,9 +179,12 @@ func (f *feed) keepAlive(now time.Time) {
 func (f *feed) close(ctx context.Context) {
 	f.stopOnce.Do(func() {
 		close(f.stop)
-		f.cc.Drain()
+		f.mu.Lock()
+		cc := f.cc
+		f.mu.Unlock()
+		cc.Drain()
 		select {
-		case <-f.cc.Closed():
+		case <-cc.Closed():
 		case <-ctx.Done():
 		}
 		for _, h := range f.take(len(f.room)) {

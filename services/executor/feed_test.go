@@ -19,6 +19,25 @@ import (
 	"github.com/axsched/ax/services/internal/testenv"
 )
 
+// run runs e until stop is called and waits until it takes work; done
+// receives what Run returned.
+func run(t *testing.T, e *executor.Executor) (stop func(), done chan error) {
+	t.Helper()
+	ctx, stop := context.WithCancel(context.Background())
+	done = make(chan error, 1)
+	go func() { done <- e.Run(ctx) }()
+	select {
+	case <-e.Ready():
+	case err := <-done:
+		stop()
+		t.Fatalf("executor stopped: %v", err)
+	case <-time.After(10 * time.Second):
+		stop()
+		t.Fatal("executor not ready")
+	}
+	return stop, done
+}
+
 // TestStoppingExecutorHandsBackWhatItsFeedHeld: an executor with one
 // worker, busy, is sent ten more tasks on its own subject; its long-lived
 // pull delivers them to it (nine held, unacknowledged, in the feed). When it
@@ -44,17 +63,8 @@ func TestStoppingExecutorHandsBackWhatItsFeedHeld(t *testing.T) {
 	e, err := executor.New(executor.Config{Node: node, ShutdownTimeout: 200 * time.Millisecond}, st, rdb, k, conn,
 		clock.System{}, testenv.Logger(t), []executor.TypeSpec{{Name: typ, Handler: block, Concurrency: 1, Timeout: time.Minute}})
 	require.NoError(t, err)
-	runCtx, stop := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- e.Run(runCtx) }()
+	stop, done := run(t, e)
 	defer stop()
-	select {
-	case <-e.Ready():
-	case err := <-done:
-		t.Fatalf("executor stopped: %v", err)
-	case <-time.After(10 * time.Second):
-		t.Fatal("executor not ready")
-	}
 
 	now := time.Now().UnixMilli()
 	subject := events.ExecSubject(typ, contracts.PriorityNormal, events.NodeToken(node))
@@ -111,4 +121,51 @@ func TestStoppingExecutorHandsBackWhatItsFeedHeld(t *testing.T) {
 	task, err := st.GetTask(ctx, first)
 	require.NoError(t, err)
 	require.Equal(t, contracts.StatusReady, task.Status, "the running task was handed back at the shutdown timeout")
+}
+
+// TestOwnLaneConsumerDeletedIsDeclaredAgain: when the consumer of one of
+// the node's own lanes is deleted under a running executor (a stream
+// re-created after a loss, an operator), the executor declares it again
+// and restarts its long-lived pull, so work routed to the node still runs.
+func TestOwnLaneConsumerDeletedIsDeclaredAgain(t *testing.T) {
+	st, _ := testenv.Store(t)
+	rdb, k := testenv.Redis(t)
+	conn := testenv.NATS(t)
+	ctx := context.Background()
+	const (
+		typ  = "test.revive"
+		node = "revive-node"
+	)
+	started := make(chan int64, 1)
+	e, err := executor.New(executor.Config{Node: node}, st, rdb, k, conn, clock.System{}, testenv.Logger(t),
+		[]executor.TypeSpec{{Name: typ, Concurrency: 4, Timeout: time.Minute,
+			Handler: executor.HandlerFunc(func(_ context.Context, task *executor.Task) error {
+				started <- task.ID
+				return nil
+			})}})
+	require.NoError(t, err)
+	stop, done := run(t, e)
+	t.Cleanup(func() { stop(); <-done })
+
+	name := events.ExecConsumer(typ, contracts.PriorityNormal, events.NodeToken(node))
+	require.NoError(t, conn.JS.DeleteConsumer(ctx, events.StreamWork, name))
+
+	now := time.Now().UnixMilli()
+	_, _, err = st.CreateTask(ctx, store.NewTask{ID: 1, Type: typ, Priority: contracts.PriorityNormal,
+		Status: contracts.StatusReady, NextRunTimeMs: now, MaxRetries: 3, TimeoutMs: time.Minute.Milliseconds(),
+		Reason: "test", Route: events.RouteDispatched})
+	require.NoError(t, err)
+	data, err := events.Encode(events.TaskDispatched{TaskID: 1, Type: typ, NextRunTimeMs: now, Load: true})
+	require.NoError(t, err)
+	require.NoError(t, bus.PublishBatch(ctx, conn.JS, []bus.Msg{{
+		Subject: events.ExecSubject(typ, contracts.PriorityNormal, events.NodeToken(node)), EventType: events.TypeTaskDispatched,
+		CorrelationID: "1", Data: data}}))
+	select {
+	case id := <-started:
+		require.EqualValues(t, 1, id)
+	case <-time.After(15 * time.Second):
+		t.Fatal("the task routed to the node did not run after its lane's consumer was deleted")
+	}
+	_, err = conn.JS.Consumer(ctx, events.StreamWork, name)
+	require.NoError(t, err, "the consumer is declared again")
 }

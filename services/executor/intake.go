@@ -81,7 +81,7 @@ func (e *Executor) newIntake(ctx context.Context, p *pool) (*intake, error) {
 			}
 			src := source{c: c, lane: rank, subject: events.ExecSubject(p.spec.Name, lane, token), own: token == own}
 			if src.own && !in.strict() {
-				if src.feed, err = in.startFeed(c, feedSize(p.spec.Concurrency)); err != nil {
+				if src.feed, err = in.startFeed(src, feedSize(p.spec.Concurrency)); err != nil {
 					in.close()
 					return nil, err
 				}
@@ -135,7 +135,8 @@ func (in *intake) close() {
 const feedCloseWait = 5 * time.Second
 
 // tend keeps the feeds' held messages alive while the fetchers may all be
-// waiting for slots, until ctx ends.
+// waiting for slots, and restarts a feed whose consume ended by itself,
+// until ctx ends.
 func (in *intake) tend(ctx context.Context) error {
 	t := time.NewTicker(keepAliveAge / 2)
 	defer t.Stop()
@@ -147,6 +148,7 @@ func (in *intake) tend(ctx context.Context) error {
 			for _, src := range in.srcs {
 				if src.feed != nil {
 					src.feed.keepAlive(now)
+					in.revive(ctx, src)
 				}
 			}
 		}
