@@ -2,12 +2,15 @@ package executor_test
 
 import (
 	"context"
+	"fmt"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
 	"github.com/axsched/ax/contracts"
@@ -15,6 +18,8 @@ import (
 	"github.com/axsched/ax/services/executor"
 	"github.com/axsched/ax/services/internal/bus"
 	"github.com/axsched/ax/services/internal/clock"
+	"github.com/axsched/ax/services/internal/keys"
+	"github.com/axsched/ax/services/internal/natsembed"
 	"github.com/axsched/ax/services/internal/store"
 	"github.com/axsched/ax/services/internal/testenv"
 )
@@ -123,20 +128,11 @@ func TestStoppingExecutorHandsBackWhatItsFeedHeld(t *testing.T) {
 	require.Equal(t, contracts.StatusReady, task.Status, "the running task was handed back at the shutdown timeout")
 }
 
-// TestOwnLaneConsumerDeletedIsDeclaredAgain: when the consumer of one of
-// the node's own lanes is deleted under a running executor (a stream
-// re-created after a loss, an operator), the executor declares it again
-// and restarts its long-lived pull, so work routed to the node still runs.
-func TestOwnLaneConsumerDeletedIsDeclaredAgain(t *testing.T) {
-	st, _ := testenv.Store(t)
-	rdb, k := testenv.Redis(t)
-	conn := testenv.NATS(t)
-	ctx := context.Background()
-	const (
-		typ  = "test.revive"
-		node = "revive-node"
-	)
-	started := make(chan int64, 1)
+// reporting runs an executor on node serving typ whose handler reports
+// each task it starts.
+func reporting(t *testing.T, st *store.Store, rdb *redis.Client, k keys.Keys, conn *bus.Conn, typ, node string) <-chan int64 {
+	t.Helper()
+	started := make(chan int64, 8)
 	e, err := executor.New(executor.Config{Node: node}, st, rdb, k, conn, clock.System{}, testenv.Logger(t),
 		[]executor.TypeSpec{{Name: typ, Concurrency: 4, Timeout: time.Minute,
 			Handler: executor.HandlerFunc(func(_ context.Context, task *executor.Task) error {
@@ -146,26 +142,83 @@ func TestOwnLaneConsumerDeletedIsDeclaredAgain(t *testing.T) {
 	require.NoError(t, err)
 	stop, done := run(t, e)
 	t.Cleanup(func() { stop(); <-done })
+	return started
+}
 
-	name := events.ExecConsumer(typ, contracts.PriorityNormal, events.NodeToken(node))
-	require.NoError(t, conn.JS.DeleteConsumer(ctx, events.StreamWork, name))
-
+// routeTo stores READY task id and sends its lean dispatch to node's own
+// normal lane, as a relay or timer would, over a connection of its own.
+func routeTo(t *testing.T, st *store.Store, url, typ, node string, id int64) {
+	t.Helper()
+	ctx := context.Background()
 	now := time.Now().UnixMilli()
-	_, _, err = st.CreateTask(ctx, store.NewTask{ID: 1, Type: typ, Priority: contracts.PriorityNormal,
+	_, _, err := st.CreateTask(ctx, store.NewTask{ID: id, Type: typ, Priority: contracts.PriorityNormal,
 		Status: contracts.StatusReady, NextRunTimeMs: now, MaxRetries: 3, TimeoutMs: time.Minute.Milliseconds(),
 		Reason: "test", Route: events.RouteDispatched})
 	require.NoError(t, err)
-	data, err := events.Encode(events.TaskDispatched{TaskID: 1, Type: typ, NextRunTimeMs: now, Load: true})
+	data, err := events.Encode(events.TaskDispatched{TaskID: id, Type: typ, NextRunTimeMs: now, Load: true})
 	require.NoError(t, err)
-	require.NoError(t, bus.PublishBatch(ctx, conn.JS, []bus.Msg{{
-		Subject: events.ExecSubject(typ, contracts.PriorityNormal, events.NodeToken(node)), EventType: events.TypeTaskDispatched,
-		CorrelationID: "1", Data: data}}))
+	pub, err := bus.Connect(ctx, url, "test-publisher")
+	require.NoError(t, err)
+	defer pub.Close()
+	require.NoError(t, bus.PublishBatch(ctx, pub.JS, []bus.Msg{{
+		Subject:   events.ExecSubject(typ, contracts.PriorityNormal, events.NodeToken(node)),
+		EventType: events.TypeTaskDispatched, CorrelationID: strconv.FormatInt(id, 10), Data: data}}))
+}
+
+// ran waits for started to report task id.
+func ran(t *testing.T, started <-chan int64, id int64, what string) {
+	t.Helper()
 	select {
-	case id := <-started:
-		require.EqualValues(t, 1, id)
-	case <-time.After(15 * time.Second):
-		t.Fatal("the task routed to the node did not run after its lane's consumer was deleted")
+	case got := <-started:
+		require.Equal(t, id, got)
+	case <-time.After(20 * time.Second):
+		t.Fatalf("task %d did not run %s", id, what)
 	}
-	_, err = conn.JS.Consumer(ctx, events.StreamWork, name)
+}
+
+// TestOwnLaneConsumerDeletedIsDeclaredAgain: when the consumer of one of
+// the node's own lanes is deleted under a running executor (a stream
+// re-created after a loss, an operator), the executor declares it again
+// and restarts its long-lived pull, so work routed to the node still runs.
+func TestOwnLaneConsumerDeletedIsDeclaredAgain(t *testing.T) {
+	st, _ := testenv.Store(t)
+	rdb, k := testenv.Redis(t)
+	conn := testenv.NATS(t)
+	const typ, node = "test.revive", "revive-node"
+	started := reporting(t, st, rdb, k, conn, typ, node)
+
+	name := events.ExecConsumer(typ, contracts.PriorityNormal, events.NodeToken(node))
+	require.NoError(t, conn.JS.DeleteConsumer(context.Background(), events.StreamWork, name))
+	routeTo(t, st, conn.URL, typ, node, 1)
+	ran(t, started, 1, "after its lane's consumer was deleted")
+	_, err := conn.JS.Consumer(context.Background(), events.StreamWork, name)
 	require.NoError(t, err, "the consumer is declared again")
+}
+
+// TestExecutorTakesWorkAfterNATSRestarts: the NATS server an executor
+// pulls from restarts (same store); the executor reconnects on its own and
+// its own lanes' long-lived pulls resume, so a task routed to it afterwards
+// runs.
+func TestExecutorTakesWorkAfterNATSRestarts(t *testing.T) {
+	st, _ := testenv.Store(t)
+	rdb, k := testenv.Redis(t)
+	ctx := context.Background()
+	cfg := natsembed.Config{Listen: fmt.Sprintf("127.0.0.1:%d", testenv.FreePort(t)), StoreDir: filepath.Join(t.TempDir(), "js")}
+	srv, err := natsembed.Start(cfg)
+	require.NoError(t, err)
+	t.Cleanup(func() { srv.Shutdown() })
+	conn, err := bus.Connect(ctx, srv.URL(), "test-restart")
+	require.NoError(t, err)
+	t.Cleanup(conn.Close)
+	require.NoError(t, bus.EnsureStreams(ctx, conn.JS, bus.StreamOptions{}))
+	const typ, node = "test.restart", "restart-node"
+	started := reporting(t, st, rdb, k, conn, typ, node)
+
+	routeTo(t, st, srv.URL(), typ, node, 1)
+	ran(t, started, 1, "before the restart")
+	srv.Shutdown()
+	srv, err = natsembed.Start(cfg)
+	require.NoError(t, err)
+	routeTo(t, st, srv.URL(), typ, node, 2)
+	ran(t, started, 2, "after NATS restarted")
 }
