@@ -71,18 +71,9 @@ func TestStoppingExecutorHandsBackWhatItsFeedHeld(t *testing.T) {
 	stop, done := run(t, e)
 	defer stop()
 
-	now := time.Now().UnixMilli()
-	subject := events.ExecSubject(typ, contracts.PriorityNormal, events.NodeToken(node))
 	var msgs []bus.Msg
 	for id := int64(1); id <= n; id++ {
-		_, _, err := st.CreateTask(ctx, store.NewTask{ID: id, Type: typ, Priority: contracts.PriorityNormal,
-			Status: contracts.StatusReady, NextRunTimeMs: now, MaxRetries: 3, TimeoutMs: time.Minute.Milliseconds(),
-			Reason: "test", Route: events.RouteDispatched})
-		require.NoError(t, err)
-		data, err := events.Encode(events.TaskDispatched{TaskID: id, Type: typ, NextRunTimeMs: now, Load: true})
-		require.NoError(t, err)
-		msgs = append(msgs, bus.Msg{Subject: subject, EventType: events.TypeTaskDispatched,
-			CorrelationID: strconv.FormatInt(id, 10), Data: data})
+		msgs = append(msgs, routed(t, st, typ, node, id))
 	}
 	require.NoError(t, bus.PublishBatch(ctx, conn.JS, msgs))
 
@@ -145,24 +136,29 @@ func reporting(t *testing.T, st *store.Store, rdb *redis.Client, k keys.Keys, co
 	return started
 }
 
-// routeTo stores READY task id and sends its lean dispatch to node's own
-// normal lane, as a relay or timer would, over a connection of its own.
-func routeTo(t *testing.T, st *store.Store, url, typ, node string, id int64) {
+// routed stores READY task id and returns its lean dispatch to node's own
+// normal lane, as a relay or timer would send it.
+func routed(t *testing.T, st *store.Store, typ, node string, id int64) bus.Msg {
 	t.Helper()
-	ctx := context.Background()
 	now := time.Now().UnixMilli()
-	_, _, err := st.CreateTask(ctx, store.NewTask{ID: id, Type: typ, Priority: contracts.PriorityNormal,
+	_, _, err := st.CreateTask(context.Background(), store.NewTask{ID: id, Type: typ, Priority: contracts.PriorityNormal,
 		Status: contracts.StatusReady, NextRunTimeMs: now, MaxRetries: 3, TimeoutMs: time.Minute.Milliseconds(),
 		Reason: "test", Route: events.RouteDispatched})
 	require.NoError(t, err)
 	data, err := events.Encode(events.TaskDispatched{TaskID: id, Type: typ, NextRunTimeMs: now, Load: true})
 	require.NoError(t, err)
-	pub, err := bus.Connect(ctx, url, "test-publisher")
+	return bus.Msg{Subject: events.ExecSubject(typ, contracts.PriorityNormal, events.NodeToken(node)),
+		EventType: events.TypeTaskDispatched, CorrelationID: strconv.FormatInt(id, 10), Data: data}
+}
+
+// routeTo sends routed(id) over a connection of its own, as another
+// process would.
+func routeTo(t *testing.T, st *store.Store, url, typ, node string, id int64) {
+	t.Helper()
+	pub, err := bus.Connect(context.Background(), url, "test-publisher")
 	require.NoError(t, err)
 	defer pub.Close()
-	require.NoError(t, bus.PublishBatch(ctx, pub.JS, []bus.Msg{{
-		Subject:   events.ExecSubject(typ, contracts.PriorityNormal, events.NodeToken(node)),
-		EventType: events.TypeTaskDispatched, CorrelationID: strconv.FormatInt(id, 10), Data: data}}))
+	require.NoError(t, bus.PublishBatch(context.Background(), pub.JS, []bus.Msg{routed(t, st, typ, node, id)}))
 }
 
 // ran waits for started to report task id.

@@ -6,9 +6,11 @@
 // itself, lane by lane in priority order. A due READY task indexed with its
 // type and attempt is dispatched at once to its executors (a lean dispatch
 // through package dispatch, as the dispatcher would send it: routed,
-// pause-checked, marked); a due RETRYING task, which the dispatcher must
-// first move to READY, and an entry of an older timer (a bare ID) get a
-// TaskDue command. The loop sleeps until the earliest remaining score plus a
+// pause-checked, marked); a due RETRYING task is first moved to READY, all
+// of a pass's in one transaction fenced on the indexed attempt and due
+// time, and dispatched the same way. Only an entry of an older timer (a
+// bare ID), or a backoff whose transaction failed, gets a TaskDue command
+// for the dispatcher. The loop sleeps until the earliest remaining score plus a
 // coalescing window of 2 ms (computed from Redis values only, so local clock
 // skew cannot make it early; the window makes one pop take every task due
 // within it instead of one wake-up per task at high rates) or the
@@ -48,6 +50,7 @@
 // task, not exactly one. Exactly-once is enforced downstream by the
 // database: an executor runs a task only after its lease (SET NX) and its
 // READY -> RUNNING transfer fenced by the dispatched attempt and due time
-// both succeed (and the dispatcher's RETRYING -> READY move is fenced the
-// same way), so a duplicate ends as a lost claim, never as a second run.
+// both succeed (and the RETRYING -> READY move, the timer's or the
+// dispatcher's, is fenced the same way), so a duplicate ends as a lost
+// claim, never as a second run.
 package timer

@@ -361,10 +361,8 @@ func (t *Timer) RunOnce(ctx context.Context) (time.Duration, error) {
 			}
 			continue
 		}
-		data, _ := events.Encode(events.TaskDue{TaskID: ref.ID, Priority: lane, NextRunTimeMs: score,
-			Type: ref.Type, Attempt: ref.Attempt, Status: ref.Status})
-		msgs = append(msgs, bus.Msg{Subject: events.SubjectDue, EventType: events.TypeTaskDue,
-			CorrelationID: strconv.FormatInt(ref.ID, 10), Data: data})
+		msgs = append(msgs, dueCommand(events.TaskDue{TaskID: ref.ID, Priority: lane, NextRunTimeMs: score,
+			Type: ref.Type, Attempt: ref.Attempt, Status: ref.Status}))
 	}
 	if len(retrying) > 0 {
 		var handOn []bus.Msg
@@ -420,10 +418,8 @@ func (t *Timer) endBackoffs(ctx context.Context, direct, retrying []dispatch.Tas
 		msgs := make([]bus.Msg, 0, len(retrying))
 		for _, r := range retrying {
 			d := r.Dispatch
-			data, _ := events.Encode(events.TaskDue{TaskID: d.TaskID, Priority: r.Lane, NextRunTimeMs: d.NextRunTimeMs,
-				Type: d.Type, Attempt: d.Attempt, Status: contracts.StatusRetrying})
-			msgs = append(msgs, bus.Msg{Subject: events.SubjectDue, EventType: events.TypeTaskDue,
-				CorrelationID: strconv.FormatInt(d.TaskID, 10), Data: data})
+			msgs = append(msgs, dueCommand(events.TaskDue{TaskID: d.TaskID, Priority: r.Lane, NextRunTimeMs: d.NextRunTimeMs,
+				Type: d.Type, Attempt: d.Attempt, Status: contracts.StatusRetrying}))
 		}
 		return direct, msgs
 	}
@@ -435,6 +431,13 @@ func (t *Timer) endBackoffs(ctx context.Context, direct, retrying []dispatch.Tas
 		direct = append(direct, r)
 	}
 	return direct, nil
+}
+
+// dueCommand is the message that hands due to the dispatcher.
+func dueCommand(due events.TaskDue) bus.Msg {
+	data, _ := events.Encode(due) // a struct of plain fields always encodes
+	return bus.Msg{Subject: events.SubjectDue, EventType: events.TypeTaskDue,
+		CorrelationID: strconv.FormatInt(due.TaskID, 10), Data: data}
 }
 
 func toInt(v any) int64 {
