@@ -60,12 +60,30 @@ func TestFlakyTaskRetriesWithBackoffThenSucceeds(t *testing.T) {
 
 	seq, h := sequence(t, sys.api, task.ID)
 	require.Equal(t, "READY RUNNING FAILED RETRYING READY RUNNING FAILED RETRYING READY RUNNING SUCCESS", seq)
-	// Each wait between the failure and the next READY is at least the
-	// backoff for that retry: 100 ms, then 200 ms.
-	for i, want := range map[int]time.Duration{2: 100 * time.Millisecond, 6: 200 * time.Millisecond} {
-		waited := h[i+2].At.Sub(h[i].At)
-		require.GreaterOrEqual(t, waited, want, "backoff after history row %d", i)
-		require.Contains(t, h[i+1].Reason, "retry")
+	// Each retry waits its backoff, 100 ms then 200 ms plus up to half as
+	// much jitter, counted from when the attempt failed (its FAILED row is
+	// stamped when the outcome writer records it, a few milliseconds
+	// later), and its task becomes READY no earlier than that.
+	var dues []int64
+	rows, err := sys.db.Query(`SELECT next_run_time FROM task_history WHERE task_id = ? AND to_status = 'RETRYING' ORDER BY id`, task.ID)
+	require.NoError(t, err)
+	for rows.Next() {
+		var due int64
+		require.NoError(t, rows.Scan(&due))
+		dues = append(dues, due)
+	}
+	require.NoError(t, rows.Err())
+	rows.Close()
+	require.Len(t, dues, 2)
+	for k, i := range []int{3, 7} {
+		base := 100 * time.Millisecond << k
+		delay, err := time.ParseDuration(h[i].Reason[strings.LastIndex(h[i].Reason, " ")+1:])
+		require.NoError(t, err, "reason %q", h[i].Reason)
+		require.GreaterOrEqual(t, delay, base, "retry %d: %s", k+1, h[i].Reason)
+		require.LessOrEqual(t, delay, base*3/2, "retry %d: %s", k+1, h[i].Reason)
+		require.GreaterOrEqual(t, h[i+1].At.UnixMilli(), dues[k], "retry %d READY before its due time", k+1)
+		require.GreaterOrEqual(t, h[i+1].At.Sub(h[i-1].At), delay-50*time.Millisecond,
+			"retry %d: READY %s after the FAILED row, backoff %s", k+1, h[i+1].At.Sub(h[i-1].At), delay)
 	}
 }
 
