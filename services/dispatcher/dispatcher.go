@@ -284,5 +284,5 @@ func (d *Dispatcher) handOff(ctx context.Context, hs []*handOff) error {
 	for i, h := range hs {
 		tasks[i] = dispatch.Task{Lane: h.lane, Dispatch: h.task}
 	}
-	return d.send.Send(ctx, d.conn.JS, tasks)
+	return d.send.Send(ctx, d.conn, tasks)
 }

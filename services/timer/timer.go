@@ -375,7 +375,7 @@ func (t *Timer) RunOnce(ctx context.Context) (time.Duration, error) {
 		}
 	}
 	if len(msgs) > 0 {
-		if err := bus.PublishBatch(ctx, t.conn.JS, msgs); err != nil {
+		if err := t.conn.Publish(ctx, msgs); err != nil {
 			// The IDs left Redis; the reconciler finds them in MySQL.
 			return 0, fmt.Errorf("publish %d due tasks: %w", len(msgs), err)
 		}

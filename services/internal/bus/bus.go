@@ -9,6 +9,8 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -22,6 +24,8 @@ type Conn struct {
 	NC  *nats.Conn
 	JS  jetstream.JetStream
 	URL string
+
+	fast *fastPublisher
 }
 
 // Connect dials NATS and retries reconnects forever: a NATS restart must not
@@ -41,7 +45,7 @@ func Connect(ctx context.Context, url, name string) (*Conn, error) {
 		nc.Close()
 		return nil, fmt.Errorf("jetstream on %s: %w", url, err)
 	}
-	return &Conn{NC: nc, JS: js, URL: url}, nil
+	return &Conn{NC: nc, JS: js, URL: url, fast: newFastPublisher(nc)}, nil
 }
 
 // Close drains and closes the connection.
@@ -78,16 +82,21 @@ func (o *StreamOptions) defaults() {
 // EnsureStreams creates or updates AX_EVENTS and AX_WORK.
 func EnsureStreams(ctx context.Context, js jetstream.JetStream, o StreamOptions) error {
 	o.defaults()
+	// Fast batches (Conn.Publish) need 2.14; an older server is left
+	// with streams it knows, and gets plain publishes.
+	batched := fastBatchServer(js.Conn().ConnectedServerVersion())
 	cfgs := []jetstream.StreamConfig{
 		{
 			Name: events.StreamEvents, Subjects: []string{events.EventsSubjects},
 			Retention: jetstream.LimitsPolicy, Storage: jetstream.FileStorage,
 			MaxAge: o.EventsMaxAge, Duplicates: o.DuplicateWindow, Replicas: o.Replicas,
+			AllowBatchPublish: batched,
 		},
 		{
 			Name: events.StreamWork, Subjects: []string{events.WorkSubjects},
 			Retention: jetstream.WorkQueuePolicy, Storage: jetstream.FileStorage,
 			Duplicates: o.DuplicateWindow, Replicas: o.Replicas,
+			AllowBatchPublish: batched,
 		},
 	}
 	for _, cfg := range cfgs {
@@ -115,7 +124,7 @@ func EnsureStreams(ctx context.Context, js jetstream.JetStream, o StreamOptions)
 func sameStream(have, want jetstream.StreamConfig) bool {
 	return slices.Equal(have.Subjects, want.Subjects) && have.Retention == want.Retention &&
 		have.Storage == want.Storage && have.MaxAge == want.MaxAge && have.Duplicates == want.Duplicates &&
-		max(have.Replicas, 1) == max(want.Replicas, 1)
+		max(have.Replicas, 1) == max(want.Replicas, 1) && have.AllowBatchPublish == want.AllowBatchPublish
 }
 
 // Msg is one message to publish.
@@ -131,23 +140,104 @@ type Msg struct {
 // acknowledgements, so a batch costs about one round trip instead of one per
 // message. It returns an error if any message was not stored; messages with
 // an ID are de-duplicated by the stream, so publishing the batch again is
-// safe.
+// safe. Conn.Publish does the same with fewer acknowledgements.
 func PublishBatch(ctx context.Context, js jetstream.JetStream, msgs []Msg) error {
-	futures := make([]jetstream.PubAckFuture, 0, len(msgs))
+	nms := make([]*nats.Msg, len(msgs))
+	for i, m := range msgs {
+		nms[i] = natsMsg(m)
+	}
+	return publishAsync(ctx, js, nms)
+}
+
+// Publish publishes msgs and returns once JetStream stored every one (or
+// with an error, after which publishing them all again is safe, as for
+// PublishBatch). Runs of at least fastBatchMin messages bound for one stream
+// go as fast batches, answered once per batch instead of once per message;
+// the rest, and whatever a batch did not store, go as asynchronous
+// publishes with their acknowledgements awaited together.
+func (c *Conn) Publish(ctx context.Context, msgs []Msg) error {
+	if len(msgs) < fastBatchMin || c.fast == nil || !fastBatchServer(c.NC.ConnectedServerVersion()) {
+		return PublishBatch(ctx, c.JS, msgs)
+	}
+	type group struct {
+		stream string
+		msgs   []*nats.Msg
+	}
+	var groups []group
+	var plain []*nats.Msg
 	for _, m := range msgs {
-		nm := &nats.Msg{Subject: m.Subject, Data: m.Data, Header: nats.Header{}}
-		if m.ID != "" {
-			nm.Header.Set(events.HeaderMsgID, m.ID)
+		nm, stream := natsMsg(m), streamOf(m.Subject)
+		if !c.fast.usable(stream) {
+			plain = append(plain, nm)
+			continue
 		}
-		if m.EventType != "" {
-			nm.Header.Set(events.HeaderEventType, m.EventType)
+		k := slices.IndexFunc(groups, func(g group) bool { return g.stream == stream })
+		if k < 0 {
+			k = len(groups)
+			groups = append(groups, group{stream: stream})
 		}
-		if m.CorrelationID != "" {
-			nm.Header.Set(events.HeaderCorrelationID, m.CorrelationID)
+		groups[k].msgs = append(groups[k].msgs, nm)
+	}
+	var sent []*inFlight
+	for _, g := range groups {
+		if len(g.msgs) < fastBatchMin {
+			plain = append(plain, g.msgs...)
+			continue
 		}
+		b, err := c.fast.send(g.stream, g.msgs)
+		if err != nil {
+			for _, b := range sent {
+				c.fast.forget(b.id)
+			}
+			return err
+		}
+		sent = append(sent, b)
+	}
+	err := publishAsync(ctx, c.JS, plain)
+	var again []*nats.Msg
+	for _, b := range sent {
+		rest, werr := c.fast.wait(ctx, b)
+		err = errors.Join(err, werr)
+		again = append(again, rest...)
+	}
+	if err != nil {
+		return err
+	}
+	return publishAsync(ctx, c.JS, again)
+}
+
+// fastBatchServer reports whether a server of this version takes fast
+// batches (2.14 and later).
+func fastBatchServer(version string) bool {
+	major, rest, _ := strings.Cut(version, ".")
+	minor, _, _ := strings.Cut(rest, ".")
+	ma, err1 := strconv.Atoi(major)
+	mi, err2 := strconv.Atoi(minor)
+	return err1 == nil && err2 == nil && (ma > 2 || ma == 2 && mi >= 14)
+}
+
+func natsMsg(m Msg) *nats.Msg {
+	nm := &nats.Msg{Subject: m.Subject, Data: m.Data, Header: nats.Header{}}
+	if m.ID != "" {
+		nm.Header.Set(events.HeaderMsgID, m.ID)
+	}
+	if m.EventType != "" {
+		nm.Header.Set(events.HeaderEventType, m.EventType)
+	}
+	if m.CorrelationID != "" {
+		nm.Header.Set(events.HeaderCorrelationID, m.CorrelationID)
+	}
+	return nm
+}
+
+// publishAsync publishes msgs asynchronously and waits for every
+// acknowledgement.
+func publishAsync(ctx context.Context, js jetstream.JetStream, msgs []*nats.Msg) error {
+	futures := make([]jetstream.PubAckFuture, 0, len(msgs))
+	for _, nm := range msgs {
 		f, err := js.PublishMsgAsync(nm)
 		if err != nil {
-			return fmt.Errorf("publish %s: %w", m.Subject, err)
+			return fmt.Errorf("publish %s: %w", nm.Subject, err)
 		}
 		futures = append(futures, f)
 	}

@@ -24,7 +24,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/axsched/ax/contracts"
@@ -163,7 +162,7 @@ func (s *Sender) Sent(ctx context.Context, tasks []Task) {
 
 // Send publishes the tasks to their executors' subjects, awaiting every
 // acknowledgement, then marks them dispatched.
-func (s *Sender) Send(ctx context.Context, js jetstream.JetStream, tasks []Task) error {
+func (s *Sender) Send(ctx context.Context, conn *bus.Conn, tasks []Task) error {
 	if len(tasks) == 0 {
 		return nil
 	}
@@ -171,7 +170,7 @@ func (s *Sender) Send(ctx context.Context, js jetstream.JetStream, tasks []Task)
 	if err != nil {
 		return err
 	}
-	if err := bus.PublishBatch(ctx, js, msgs); err != nil {
+	if err := conn.Publish(ctx, msgs); err != nil {
 		return fmt.Errorf("dispatch %d task(s): %w", len(msgs), err)
 	}
 	s.Sent(ctx, tasks)

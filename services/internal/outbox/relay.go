@@ -375,7 +375,7 @@ func (r *Relay) publish(ctx context.Context, rows []store.OutboxRow) error {
 	}
 	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	if err := bus.PublishBatch(pctx, r.conn.JS, msgs); err != nil {
+	if err := r.conn.Publish(pctx, msgs); err != nil {
 		return err
 	}
 	if len(tasks) > 0 {

@@ -183,6 +183,13 @@ func (s *RedisServer) Stop() {
 // and returns a connection with ax's streams declared.
 func NATS(t testing.TB) *bus.Conn {
 	t.Helper()
+	_, conn := NATSServer(t)
+	return conn
+}
+
+// NATSServer is NATS, with the server, for tests that stop it.
+func NATSServer(t testing.TB) (*natsembed.Server, *bus.Conn) {
+	t.Helper()
 	srv, err := natsembed.Start(natsembed.Config{Listen: "127.0.0.1:0", StoreDir: filepath.Join(t.TempDir(), "js")})
 	if err != nil {
 		t.Fatalf("embedded nats: %v", err)
@@ -196,7 +203,7 @@ func NATS(t testing.TB) *bus.Conn {
 	if err := bus.EnsureStreams(context.Background(), conn.JS, bus.StreamOptions{}); err != nil {
 		t.Fatalf("streams: %v", err)
 	}
-	return conn
+	return srv, conn
 }
 
 // FreePort returns a TCP port that was free a moment ago.
