@@ -2,8 +2,6 @@ package executor_test
 
 import (
 	"context"
-	"fmt"
-	"path/filepath"
 	"sort"
 	"strconv"
 	"testing"
@@ -19,7 +17,6 @@ import (
 	"github.com/axsched/ax/services/internal/bus"
 	"github.com/axsched/ax/services/internal/clock"
 	"github.com/axsched/ax/services/internal/keys"
-	"github.com/axsched/ax/services/internal/natsembed"
 	"github.com/axsched/ax/services/internal/store"
 	"github.com/axsched/ax/services/internal/testenv"
 )
@@ -198,23 +195,13 @@ func TestOwnLaneConsumerDeletedIsDeclaredAgain(t *testing.T) {
 func TestExecutorTakesWorkAfterNATSRestarts(t *testing.T) {
 	st, _ := testenv.Store(t)
 	rdb, k := testenv.Redis(t)
-	ctx := context.Background()
-	cfg := natsembed.Config{Listen: fmt.Sprintf("127.0.0.1:%d", testenv.FreePort(t)), StoreDir: filepath.Join(t.TempDir(), "js")}
-	srv, err := natsembed.Start(cfg)
-	require.NoError(t, err)
-	t.Cleanup(func() { srv.Shutdown() })
-	conn, err := bus.Connect(ctx, srv.URL(), "test-restart")
-	require.NoError(t, err)
-	t.Cleanup(conn.Close)
-	require.NoError(t, bus.EnsureStreams(ctx, conn.JS, bus.StreamOptions{}))
+	srv, conn := testenv.NATSServer(t)
 	const typ, node = "test.restart", "restart-node"
 	started := reporting(t, st, rdb, k, conn, typ, node)
 
 	routeTo(t, st, srv.URL(), typ, node, 1)
 	ran(t, started, 1, "before the restart")
-	srv.Shutdown()
-	srv, err = natsembed.Start(cfg)
-	require.NoError(t, err)
+	srv.Restart(t)
 	routeTo(t, st, srv.URL(), typ, node, 2)
 	ran(t, started, 2, "after NATS restarted")
 }

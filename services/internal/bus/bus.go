@@ -241,15 +241,23 @@ func publishAsync(ctx context.Context, js jetstream.JetStream, msgs []*nats.Msg)
 		}
 		futures = append(futures, f)
 	}
-	var errs []error
+	// A dropped connection fails every message at once: one line says so,
+	// rather than one per message.
+	failed := 0
+	var first error
 	for _, f := range futures {
 		select {
 		case <-f.Ok():
 		case err := <-f.Err():
-			errs = append(errs, fmt.Errorf("publish %s: %w", f.Msg().Subject, err))
+			if failed++; first == nil {
+				first = fmt.Errorf("publish %s: %w", f.Msg().Subject, err)
+			}
 		case <-ctx.Done():
 			return ctx.Err()
 		}
 	}
-	return errors.Join(errs...)
+	if failed > 1 {
+		return fmt.Errorf("%d of %d publishes failed, the first: %w", failed, len(futures), first)
+	}
+	return first
 }

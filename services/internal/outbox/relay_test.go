@@ -467,3 +467,54 @@ func TestRowsFromBeforeTheHistoryRelayArePassedOver(t *testing.T) {
 	require.NoError(t, st.DB().QueryRow(`SELECT last_id FROM event_relay WHERE name = 'task_history'`).Scan(&cursor))
 	require.Equal(t, last, cursor, "the cursor is past the legacy row")
 }
+
+// TestRelayLosesNothingWhenNATSRestarts: producers commit transfers in
+// batches (so relay passes publish fast batches of many events) while the
+// NATS server restarts four times under the relay; once it is back every
+// committed transfer is on the stream exactly once — batches cut off by a
+// restart are published again and the stream drops what it already had.
+func TestRelayLosesNothingWhenNATSRestarts(t *testing.T) {
+	st, _ := testenv.Store(t)
+	srv, conn := testenv.NATSServer(t)
+	logger := testenv.Logger(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	r := outbox.New(outbox.Config{Batch: 500, GapGrace: 50 * time.Millisecond}, st, conn, logger)
+	done := make(chan struct{})
+	go func() { defer close(done); _ = r.Run(ctx) }()
+
+	const producers, batches, each = 4, 60, 50
+	var wg sync.WaitGroup
+	for range producers {
+		wg.Go(func() {
+			for range batches {
+				nts := make([]store.NewTask, each)
+				for i := range nts {
+					nts[i] = store.NewTask{ID: ids.Add(1), Type: "ax.noop", Priority: contracts.PriorityNormal,
+						Status: contracts.StatusReady, NextRunTimeMs: 1, MaxRetries: 3, TimeoutMs: 1000, Reason: "test"}
+				}
+				if _, err := st.CreateTasks(context.Background(), nts); err != nil {
+					t.Error(err)
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
+		})
+	}
+	for range 4 {
+		time.Sleep(100 * time.Millisecond)
+		srv.Restart(t)
+	}
+	wg.Wait()
+	testenv.Eventually(t, 60*time.Second, "every transfer relayed", func() bool { return backlog(t, st) == 0 })
+	cancel()
+	<-done
+
+	got := streamEventIDs(t, conn.JS)
+	want := historyEventIDs(t, st)
+	require.Equal(t, producers*batches*each, len(want))
+	require.Equal(t, len(want), len(got), "one stream message per transfer")
+	for id, n := range got {
+		require.Equal(t, 1, n, "event %s stored %d times", id, n)
+		require.True(t, want[id], "event %s has no history row", id)
+	}
+}

@@ -187,15 +187,35 @@ func NATS(t testing.TB) *bus.Conn {
 	return conn
 }
 
-// NATSServer is NATS, with the server, for tests that stop it.
-func NATSServer(t testing.TB) (*natsembed.Server, *bus.Conn) {
+// NATSHost is an embedded NATS server that a test can stop, and start
+// again on the same address and store.
+type NATSHost struct {
+	*natsembed.Server
+	cfg natsembed.Config
+}
+
+// Restart stops the server (if it runs) and starts it again; clients
+// reconnect by themselves.
+func (h *NATSHost) Restart(t testing.TB) {
 	t.Helper()
-	srv, err := natsembed.Start(natsembed.Config{Listen: "127.0.0.1:0", StoreDir: filepath.Join(t.TempDir(), "js")})
+	h.Shutdown()
+	srv, err := natsembed.Start(h.cfg)
 	if err != nil {
+		t.Fatalf("restart embedded nats: %v", err)
+	}
+	h.Server = srv
+}
+
+// NATSServer is NATS, with the server, for tests that stop or restart it.
+func NATSServer(t testing.TB) (*NATSHost, *bus.Conn) {
+	t.Helper()
+	h := &NATSHost{cfg: natsembed.Config{Listen: fmt.Sprintf("127.0.0.1:%d", FreePort(t)), StoreDir: filepath.Join(t.TempDir(), "js")}}
+	var err error
+	if h.Server, err = natsembed.Start(h.cfg); err != nil {
 		t.Fatalf("embedded nats: %v", err)
 	}
-	t.Cleanup(srv.Shutdown)
-	conn, err := bus.Connect(context.Background(), srv.URL(), "test")
+	t.Cleanup(func() { h.Shutdown() })
+	conn, err := bus.Connect(context.Background(), h.URL(), "test")
 	if err != nil {
 		t.Fatalf("connect nats: %v", err)
 	}
@@ -203,7 +223,7 @@ func NATSServer(t testing.TB) (*natsembed.Server, *bus.Conn) {
 	if err := bus.EnsureStreams(context.Background(), conn.JS, bus.StreamOptions{}); err != nil {
 		t.Fatalf("streams: %v", err)
 	}
-	return srv, conn
+	return h, conn
 }
 
 // FreePort returns a TCP port that was free a moment ago.
