@@ -27,7 +27,7 @@ func (t *Timer) ensureIndex(ctx context.Context) (bool, error) {
 		return false, nil
 	}
 	start := time.Now()
-	var after int64
+	var after *store.DueRef
 	total := 0
 	for {
 		page, err := t.store.ReadyPage(ctx, after, rebuildPage)
@@ -44,7 +44,7 @@ func (t *Timer) ensureIndex(ctx context.Context) (bool, error) {
 		if len(page) < rebuildPage {
 			break
 		}
-		after = page[len(page)-1].ID
+		after = &page[len(page)-1]
 	}
 	metrics.TimerRebuilds.Inc()
 	t.logger.Info("rebuilt due-time index from MySQL", "ready_tasks", total, "took", time.Since(start))

@@ -222,7 +222,7 @@ func (t *Timer) handleTypeChanged(msg *message.Message) error {
 // ReindexType adds every READY task of a type to the lanes; ZADD keeps it
 // idempotent for tasks already there.
 func (t *Timer) ReindexType(ctx context.Context, taskType string) (int, error) {
-	var after int64
+	var after *store.DueRef
 	total := 0
 	for {
 		page, err := t.store.ReadyOfType(ctx, taskType, after, rebuildPage)
@@ -236,7 +236,7 @@ func (t *Timer) ReindexType(ctx context.Context, taskType string) (int, error) {
 		if len(page) < rebuildPage {
 			return total, nil
 		}
-		after = page[len(page)-1].ID
+		after = &page[len(page)-1]
 	}
 }
 

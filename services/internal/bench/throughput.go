@@ -152,8 +152,8 @@ func (r *run) setPaused(ctx context.Context, paused bool) error {
 }
 
 // waitDrained polls MySQL until every task of ids is SUCCESS: the figure
-// includes durability, not only the handlers. The poll is a covered range
-// scan of idx_tasks_type_status, every 50 ms.
+// includes durability, not only the handlers. The poll is a range scan of
+// the run's IDs, every 50 ms, once every handler has finished.
 func (r *run) waitDrained(ctx context.Context, ids []int64) (time.Time, error) {
 	lo, hi := ids[0], ids[0]
 	for _, id := range ids {

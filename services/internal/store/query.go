@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -27,12 +28,55 @@ type DueRef struct {
 // dueRefColumns are what dueRefs scans, in its order.
 const dueRefColumns = "id, priority, next_run_time, task_type, attempt, status"
 
-// ReadyPage returns READY and RETRYING tasks (both wait for a due time)
-// with id > afterID in id order, for rebuilding the timer's index from the
-// truth.
-func (s *Store) ReadyPage(ctx context.Context, afterID int64, limit int) ([]DueRef, error) {
-	return s.dueRefs(ctx, `SELECT `+dueRefColumns+` FROM tasks
-		WHERE status IN ('READY', 'RETRYING') AND id > ? ORDER BY id LIMIT ?`, afterID, limit)
+// waitingStates are the states in which a task waits for its due time, in
+// the order idx_tasks_status_next_run holds them.
+var waitingStates = []contracts.Status{contracts.StatusReady, contracts.StatusRetrying}
+
+// ReadyPage returns waiting tasks (READY, then RETRYING) that come after
+// the given one (nil: from the first) by state, due time and ID, for
+// rebuilding the timer's index from the truth. The order is the status
+// index's own, so every page continues its scan where the last one
+// stopped. A task that changes state or due time meanwhile may be missed
+// or seen twice; its event indexes it anyway.
+func (s *Store) ReadyPage(ctx context.Context, after *DueRef, limit int) ([]DueRef, error) {
+	return s.waitingPage(ctx, "", after, limit)
+}
+
+// ReadyOfType is ReadyPage for one task type, for re-indexing a resumed
+// type at once. It reads past the waiting tasks of other types: no index
+// leads with the type, as one would cost every state change.
+func (s *Store) ReadyOfType(ctx context.Context, taskType string, after *DueRef, limit int) ([]DueRef, error) {
+	return s.waitingPage(ctx, taskType, after, limit)
+}
+
+func (s *Store) waitingPage(ctx context.Context, taskType string, after *DueRef, limit int) ([]DueRef, error) {
+	from := 0
+	if after != nil {
+		if from = slices.Index(waitingStates, after.Status); from < 0 {
+			return nil, fmt.Errorf("page waiting tasks after task %d: it is %s, not waiting", after.ID, after.Status)
+		}
+	}
+	var out []DueRef
+	for _, state := range waitingStates[from:] {
+		q := `SELECT ` + dueRefColumns + ` FROM tasks FORCE INDEX (idx_tasks_status_next_run) WHERE status = ?`
+		args := []any{string(state)}
+		if after != nil && after.Status == state {
+			q += ` AND (next_run_time > ? OR (next_run_time = ? AND id > ?))`
+			args = append(args, after.NextRunTimeMs, after.NextRunTimeMs, after.ID)
+		}
+		if taskType != "" {
+			q += ` AND task_type = ?`
+			args = append(args, taskType)
+		}
+		page, err := s.dueRefs(ctx, q+` ORDER BY next_run_time, id LIMIT ?`, append(args, limit-len(out))...)
+		if err != nil {
+			return nil, err
+		}
+		if out = append(out, page...); len(out) >= limit {
+			break
+		}
+	}
+	return out, nil
 }
 
 // StaleReady returns READY (and RETRYING) tasks due before horizonMs that
@@ -167,13 +211,6 @@ func (s *Store) Heartbeat(ctx context.Context, refs []AttemptRef) (map[int64]boo
 		delete(stale, id)
 	}
 	return stale, rows.Err()
-}
-
-// ReadyOfType returns READY and RETRYING tasks of one type with id > afterID, for
-// re-indexing a resumed type at once.
-func (s *Store) ReadyOfType(ctx context.Context, taskType string, afterID int64, limit int) ([]DueRef, error) {
-	return s.dueRefs(ctx, `SELECT `+dueRefColumns+` FROM tasks
-		WHERE status IN ('READY', 'RETRYING') AND task_type = ? AND id > ? ORDER BY id LIMIT ?`, taskType, afterID, limit)
 }
 
 // RunningOn returns the RUNNING tasks whose executor is one of executors.

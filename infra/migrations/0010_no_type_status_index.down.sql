@@ -1,0 +1,1 @@
+CREATE INDEX idx_tasks_type_status ON tasks (task_type, status, id);
