@@ -142,6 +142,8 @@ type Msg struct {
 // an ID are de-duplicated by the stream, so publishing the batch again is
 // safe. Conn.Publish does the same with fewer acknowledgements.
 func PublishBatch(ctx context.Context, js jetstream.JetStream, msgs []Msg) error {
+	ctx, cancel := boundedWait(ctx)
+	defer cancel()
 	nms := make([]*nats.Msg, len(msgs))
 	for i, m := range msgs {
 		nms[i] = natsMsg(m)
@@ -159,6 +161,8 @@ func (c *Conn) Publish(ctx context.Context, msgs []Msg) error {
 	if len(msgs) < fastBatchMin || c.fast == nil || !fastBatchServer(c.NC.ConnectedServerVersion()) {
 		return PublishBatch(ctx, c.JS, msgs)
 	}
+	ctx, cancel := boundedWait(ctx)
+	defer cancel()
 	type group struct {
 		stream string
 		msgs   []*nats.Msg
@@ -204,6 +208,19 @@ func (c *Conn) Publish(ctx context.Context, msgs []Msg) error {
 		return err
 	}
 	return publishAsync(ctx, c.JS, again)
+}
+
+// publishWaitMax bounds how long a publish waits for JetStream's answers
+// when the caller set no deadline: an answer lost without the connection
+// dropping (which fails the wait at once) must not stall a relay, timer or
+// dispatcher pass for ever. The caller publishes again.
+var publishWaitMax = 30 * time.Second
+
+func boundedWait(ctx context.Context) (context.Context, context.CancelFunc) {
+	if _, ok := ctx.Deadline(); ok {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(ctx, publishWaitMax)
 }
 
 // fastBatchServer reports whether a server of this version takes fast

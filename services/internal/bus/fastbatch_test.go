@@ -212,3 +212,17 @@ func TestPublishUnansweredBatch(t *testing.T) {
 		t.Fatal("still waiting after the connection dropped")
 	}
 }
+
+// TestPublishWithoutDeadlineIsBounded: a caller without a deadline whose
+// batch is never answered, on a connection that stays up, gets an error
+// after publishWaitMax instead of waiting for ever; so do plain publishes.
+func TestPublishWithoutDeadlineIsBounded(t *testing.T) {
+	conn := testenv.NATS(t)
+	silence(t, conn)
+	defer func(d time.Duration) { *bus.PublishWaitMax = d }(*bus.PublishWaitMax)
+	*bus.PublishWaitMax = 300 * time.Millisecond
+	for _, n := range []int{10, 1} { // a fast batch, a plain publish
+		err := conn.Publish(context.Background(), eventMsgs(0, n))
+		require.ErrorIs(t, err, context.DeadlineExceeded, "%d message(s)", n)
+	}
+}

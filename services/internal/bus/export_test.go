@@ -1,0 +1,4 @@
+package bus
+
+// PublishWaitMax lets tests shorten publishWaitMax.
+var PublishWaitMax = &publishWaitMax
