@@ -30,9 +30,9 @@ const (
 	// PubAck), so two messages gain nothing.
 	fastBatchMin = 3
 	// fastBatchFlow is how often, in messages, the server may send flow
-	// acknowledgements; ax does not throttle on them (a batch is never larger than
-	// one relay or dispatch pass), so the fewer the better. The server
-	// caps it at 500.
+	// acknowledgements; ax does not throttle on them (a batch is never
+	// larger than one relay or dispatch pass), so the fewer the better.
+	// The server caps it at 500.
 	fastBatchFlow = 500
 	// fastBatchOff is how long a stream that refused a batch is sent plain
 	// publishes before batches are tried again.
@@ -68,15 +68,14 @@ type fastPublisher struct {
 // fastReply is the server's final answer to a batch: a PubAck (Count
 // messages handled, in order, from the first) or an error.
 type fastReply struct {
-	Stream    string    `json:"stream"`
-	Batch     string    `json:"batch"`
-	Count     int       `json:"count"`
-	Duplicate bool      `json:"duplicate"`
-	Error     *apiError `json:"error"`
-	Type      string    `json:"type"` // set on flow messages only
+	Batch string    `json:"batch"`
+	Count int       `json:"count"`
+	Error *apiError `json:"error"`
+	Type  string    `json:"type"` // set on flow messages only
 
-	// lost is set instead when the answer cannot come any more: the
-	// connection dropped (the server forgets a batch it did not finish).
+	// lost is set instead when no answer will come: the connection
+	// dropped (the server forgets a batch it did not finish), or no
+	// stream takes the subject.
 	lost error
 }
 
