@@ -14,6 +14,7 @@ import (
 	"github.com/axsched/ax/contracts/client"
 	"github.com/axsched/ax/events"
 	"github.com/axsched/ax/services/internal/store"
+	"github.com/axsched/ax/services/internal/testenv"
 )
 
 // typeState is everything a type update may write: every task_types row,
@@ -26,15 +27,7 @@ func (f *fixture) typeState(t *testing.T) []string {
 			backoff_cap_ms, fail_silently, paused, created_at, updated_at) FROM task_types ORDER BY name`,
 		`SELECT CONCAT_WS('|', event_id, subject, event_type, correlation_id, HEX(payload)) FROM outbox ORDER BY id`,
 	} {
-		rows, err := f.st.DB().Query(q)
-		require.NoError(t, err)
-		for rows.Next() {
-			var s string
-			require.NoError(t, rows.Scan(&s))
-			state = append(state, s)
-		}
-		require.NoError(t, rows.Err())
-		rows.Close()
+		state = append(state, testenv.Column[string](t, f.st.DB(), q)...)
 	}
 	return state
 }

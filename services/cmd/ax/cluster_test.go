@@ -360,16 +360,7 @@ func TestEveryServiceReplicated(t *testing.T) {
 	tasks, anomalies := c.historyAnomalies(t)
 	require.Equal(t, n, tasks, "tasks with a history")
 	require.Zero(t, anomalies, "tasks whose history is not exactly READY, RUNNING, SUCCESS")
-	var actors []string
-	rows, err := c.db.Query(`SELECT DISTINCT actor FROM task_history ORDER BY actor`)
-	require.NoError(t, err)
-	for rows.Next() {
-		var a string
-		require.NoError(t, rows.Scan(&a))
-		actors = append(actors, a)
-	}
-	require.NoError(t, rows.Err())
-	rows.Close()
+	actors := testenv.Column[string](t, c.db, `SELECT DISTINCT actor FROM task_history ORDER BY actor`)
 	require.Equal(t, []string{"executor@executor-1", "executor@executor-2", "submitter@submitter-1", "submitter@submitter-2"},
 		actors, "both submitters created and both executors ran tasks; no other actor moved a task")
 

@@ -64,16 +64,8 @@ func TestFlakyTaskRetriesWithBackoffThenSucceeds(t *testing.T) {
 	// much jitter, counted from when the attempt failed (its FAILED row is
 	// stamped when the outcome writer records it, a few milliseconds
 	// later), and its task becomes READY no earlier than that.
-	var dues []int64
-	rows, err := sys.db.Query(`SELECT next_run_time FROM task_history WHERE task_id = ? AND to_status = 'RETRYING' ORDER BY id`, task.ID)
-	require.NoError(t, err)
-	for rows.Next() {
-		var due int64
-		require.NoError(t, rows.Scan(&due))
-		dues = append(dues, due)
-	}
-	require.NoError(t, rows.Err())
-	rows.Close()
+	dues := testenv.Column[int64](t, sys.db,
+		`SELECT next_run_time FROM task_history WHERE task_id = ? AND to_status = 'RETRYING' ORDER BY id`, task.ID)
 	require.Len(t, dues, 2)
 	for k, i := range []int{3, 7} {
 		base := 100 * time.Millisecond << k

@@ -226,6 +226,28 @@ func NATSServer(t testing.TB) (*NATSHost, *bus.Conn) {
 	return h, conn
 }
 
+// Column runs query and returns its single column, row by row.
+func Column[T any](t testing.TB, db *sql.DB, query string, args ...any) []T {
+	t.Helper()
+	rows, err := db.Query(query, args...)
+	if err != nil {
+		t.Fatalf("%s: %v", query, err)
+	}
+	defer rows.Close()
+	var out []T
+	for rows.Next() {
+		var v T
+		if err := rows.Scan(&v); err != nil {
+			t.Fatalf("%s: %v", query, err)
+		}
+		out = append(out, v)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatalf("%s: %v", query, err)
+	}
+	return out
+}
+
 // FreePort returns a TCP port that was free a moment ago.
 func FreePort(t testing.TB) int {
 	t.Helper()
