@@ -6,7 +6,7 @@ PKGS  := ./contracts/... ./events/... ./infra/... ./services/...
 # Packages whose concurrency is tested under the race detector (all of them).
 RACE_PKGS := $(PKGS)
 
-.PHONY: all build run test test-short vet bench servers clean FORCE
+.PHONY: all build run test test-short vet check-tree bench servers clean FORCE
 
 all: build
 
@@ -27,13 +27,17 @@ servers:
 run: build servers
 	$(BIN)/ax up
 
-## test: vet, then every unit and integration test under the race detector against real MySQL, Redis and NATS.
-test: build $(BIN)/nats-server servers vet
+## test: the tree check, vet, then every unit and integration test under the race detector against real MySQL, Redis and NATS.
+test: check-tree build $(BIN)/nats-server servers vet
 	AX_TEST_BIN_DIR=$(CURDIR)/$(BIN) $(GO) test -race -count=1 -timeout 20m $(RACE_PKGS)
 
 ## test-short: the fast tests only (skips the 10,000-transaction and multi-process tests).
 test-short: servers
 	$(GO) test -short -count=1 $(PKGS)
+
+## check-tree: no tracked file over 1 MB, no committed executable, every module tidy.
+check-tree:
+	bash infra/dev/check-tree.sh
 
 vet:
 	@unformatted="$$(gofmt -l contracts events infra services)"; \

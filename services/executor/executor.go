@@ -228,11 +228,7 @@ func (e *Executor) Run(ctx context.Context) error {
 	}
 	runBase, cancelRuns := context.WithCancelCause(context.WithoutCancel(ctx))
 	defer cancelRuns(errShutdown)
-	reports := newBenchReporter(e.conn.NC)
-	// Deferred before the writer's drain below, so it runs after every
-	// handler has returned.
-	defer reports.flush()
-	e.runBase = withBenchReporter(runBase, reports)
+	e.runBase = runBase
 	e.outcomes = make(chan outcome, maxOutcomeBatch)
 	writerDone := make(chan struct{})
 	go func() { defer close(writerDone); e.writeOutcomes(e.outcomes) }()

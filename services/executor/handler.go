@@ -3,7 +3,6 @@ package executor
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"time"
 )
 
@@ -38,69 +37,4 @@ type TypeSpec struct {
 	MaxRetries int
 	// Concurrency is how many tasks of this type this executor runs at once.
 	Concurrency int
-}
-
-// Built-in task types, served by default so a deployment can be tried
-// without business code.
-const (
-	TypeNoop  = "ax.noop"
-	TypeSleep = "ax.sleep"
-	TypeFlaky = "ax.flaky"
-)
-
-// Noop does nothing and succeeds.
-var Noop = HandlerFunc(func(context.Context, *Task) error { return nil })
-
-// Sleep waits {"ms": N} milliseconds, or until ctx ends.
-var Sleep = HandlerFunc(func(ctx context.Context, t *Task) error {
-	var p struct {
-		Ms int64 `json:"ms"`
-	}
-	if len(t.Payload) > 0 {
-		if err := json.Unmarshal(t.Payload, &p); err != nil {
-			return fmt.Errorf("ax.sleep payload: %w", err)
-		}
-	}
-	if p.Ms < 0 {
-		return fmt.Errorf("ax.sleep payload: ms must not be negative, got %d", p.Ms)
-	}
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-time.After(time.Duration(p.Ms) * time.Millisecond):
-		return nil
-	}
-})
-
-// Flaky fails the first {"fail_times": N} attempts, then succeeds; for
-// demos and tests of retries and dead letters. {"permanent": true} makes the
-// failures non-retryable.
-var Flaky = HandlerFunc(func(_ context.Context, t *Task) error {
-	var p struct {
-		FailTimes int  `json:"fail_times"`
-		Permanent bool `json:"permanent"`
-	}
-	if len(t.Payload) > 0 {
-		if err := json.Unmarshal(t.Payload, &p); err != nil {
-			return Permanent(fmt.Errorf("ax.flaky payload: %w", err))
-		}
-	}
-	if t.Attempt <= p.FailTimes {
-		err := fmt.Errorf("ax.flaky: attempt %d of the first %d fails", t.Attempt, p.FailTimes)
-		if p.Permanent {
-			return Permanent(err)
-		}
-		return err
-	}
-	return nil
-})
-
-// Builtins returns the built-in types with default settings.
-func Builtins() []TypeSpec {
-	return []TypeSpec{
-		{Name: TypeNoop, Handler: Noop},
-		{Name: TypeSleep, Handler: Sleep},
-		{Name: TypeFlaky, Handler: Flaky},
-		{Name: TypeBench, Handler: Bench},
-	}
 }

@@ -22,7 +22,7 @@ func TestRecover(t *testing.T) {
 		panicked  bool
 		wantValue any
 	}{
-		{name: "no panic, no error", handler: Noop},
+		{name: "no panic, no error", handler: noopHandler},
 		{
 			name:    "error passes through",
 			handler: HandlerFunc(func(context.Context, *Task) error { return errBoom }),
@@ -140,7 +140,7 @@ func TestLogging(t *testing.T) {
 		wantMsg   string
 		wantErr   error
 	}{
-		{name: "success logs info", handler: Noop, wantLevel: "INFO", wantMsg: "task succeeded"},
+		{name: "success logs info", handler: noopHandler, wantLevel: "INFO", wantMsg: "task succeeded"},
 		{
 			name:      "failure logs warn with err",
 			handler:   HandlerFunc(func(context.Context, *Task) error { return errDeclined }),
@@ -192,7 +192,7 @@ func TestLogging(t *testing.T) {
 func TestLoggingAboveDebugWritesOneLine(t *testing.T) {
 	var buf bytes.Buffer
 	logger := slog.New(slog.NewTextHandler(&buf, nil)) // Info and above
-	require.NoError(t, Logging(logger)(Noop).Handle(context.Background(), &Task{ID: 1, Type: "a.b"}))
+	require.NoError(t, Logging(logger)(noopHandler).Handle(context.Background(), &Task{ID: 1, Type: "a.b"}))
 	require.Equal(t, 1, strings.Count(buf.String(), "\n"), buf.String())
 }
 
@@ -203,7 +203,7 @@ func TestMiddlewareTiming(t *testing.T) {
 		handler Handler
 		wantErr error
 	}{
-		{name: "success", handler: Noop},
+		{name: "success", handler: noopHandler},
 		{name: "error is reported", handler: HandlerFunc(func(context.Context, *Task) error { return errFailed }), wantErr: errFailed},
 		{
 			name: "duration covers the handler",

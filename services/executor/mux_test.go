@@ -89,8 +89,8 @@ func TestMuxSpecs(t *testing.T) {
 	m.Use(recorder(&calls, "mw"))
 	m.HandleFunc("sms.send", func(context.Context, *Task) error { return nil },
 		WithTimeout(10*time.Second), WithMaxRetries(7), WithConcurrency(3))
-	m.Handle("billing.refund-callback", Noop, WithTimeout(time.Minute))
-	m.Handle("ax.noop", Noop)
+	m.Handle("billing.refund-callback", noopHandler, WithTimeout(time.Minute))
+	m.Handle("ax.noop", noopHandler)
 
 	specs := m.Specs()
 	names := make([]string, len(specs))
@@ -132,7 +132,7 @@ func TestMuxSpecsEmpty(t *testing.T) {
 
 func TestMuxZeroValue(t *testing.T) {
 	var m Mux
-	m.Handle("a.b", Noop)
+	m.Handle("a.b", noopHandler)
 	require.NoError(t, m.Dispatch(context.Background(), &Task{Type: "a.b"}))
 }
 
@@ -144,32 +144,32 @@ func TestMuxRegistrationPanics(t *testing.T) {
 	}{
 		{
 			name:     "empty type",
-			register: func(m *Mux) { m.Handle("", Noop) },
+			register: func(m *Mux) { m.Handle("", noopHandler) },
 			contains: "task type is required",
 		},
 		{
 			name:     "uppercase type",
-			register: func(m *Mux) { m.Handle("SMS.Send", Noop) },
+			register: func(m *Mux) { m.Handle("SMS.Send", noopHandler) },
 			contains: `"SMS.Send" is invalid`,
 		},
 		{
 			name:     "subject wildcard in type",
-			register: func(m *Mux) { m.HandleFunc("sms.*", Noop) },
+			register: func(m *Mux) { m.HandleFunc("sms.*", noopHandler) },
 			contains: `"sms.*" is invalid`,
 		},
 		{
 			name: "duplicate Handle",
 			register: func(m *Mux) {
-				m.Handle("sms.send", Noop)
-				m.Handle("sms.send", Sleep)
+				m.Handle("sms.send", noopHandler)
+				m.Handle("sms.send", sleepHandler)
 			},
 			contains: `"sms.send" registered twice`,
 		},
 		{
 			name: "duplicate across Handle and HandleFunc",
 			register: func(m *Mux) {
-				m.HandleFunc("sms.send", Noop)
-				m.Handle("sms.send", Noop)
+				m.HandleFunc("sms.send", noopHandler)
+				m.Handle("sms.send", noopHandler)
 			},
 			contains: `"sms.send" registered twice`,
 		},
@@ -192,7 +192,7 @@ func TestMuxRegistrationPanics(t *testing.T) {
 			name: "middleware returning nil",
 			register: func(m *Mux) {
 				m.Use(func(Handler) Handler { return nil })
-				m.Handle("sms.send", Noop)
+				m.Handle("sms.send", noopHandler)
 			},
 			contains: "returned a nil handler",
 		},
@@ -215,8 +215,8 @@ func TestMuxRegistrationPanics(t *testing.T) {
 
 func TestMuxDuplicateKeepsFirst(t *testing.T) {
 	m := NewMux()
-	m.Handle("sms.send", Noop, WithMaxRetries(5))
-	require.Panics(t, func() { m.Handle("sms.send", Sleep, WithMaxRetries(9)) })
+	m.Handle("sms.send", noopHandler, WithMaxRetries(5))
+	require.Panics(t, func() { m.Handle("sms.send", sleepHandler, WithMaxRetries(9)) })
 	specs := m.Specs()
 	require.Len(t, specs, 1)
 	require.Equal(t, 5, specs[0].MaxRetries, "a refused registration changes nothing")
@@ -271,7 +271,7 @@ func TestMuxConcurrentUse(t *testing.T) {
 	// Registration and dispatch from several goroutines must be race-free
 	// under -race.
 	m := NewMux()
-	m.Handle("a.b", Noop)
+	m.Handle("a.b", noopHandler)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -282,7 +282,7 @@ func TestMuxConcurrentUse(t *testing.T) {
 	}()
 	for i := range 20 {
 		m.Use(func(next Handler) Handler { return next })
-		m.Handle("c.d"+string(rune('a'+i)), Noop)
+		m.Handle("c.d"+string(rune('a'+i)), noopHandler)
 	}
 	select {
 	case <-done:

@@ -11,8 +11,8 @@ import (
 	"math/rand/v2"
 	"os"
 
+	"github.com/axsched/ax/services/app"
 	"github.com/axsched/ax/services/executor"
-	"github.com/axsched/ax/services/internal/app"
 )
 
 // Config locates ax's servers. Empty fields take ax's documented defaults.

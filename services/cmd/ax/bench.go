@@ -10,7 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/axsched/ax/services/internal/bench"
+	"github.com/axsched/ax/services/bench"
 )
 
 // newBenchCmd is `ax bench`: the standard workloads of SPEC P1 through the

@@ -9,10 +9,13 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/spf13/pflag"
 
+	"github.com/axsched/ax/services/app"
+	"github.com/axsched/ax/services/bench"
+	"github.com/axsched/ax/services/demo"
 	"github.com/axsched/ax/services/executor"
-	"github.com/axsched/ax/services/internal/app"
 	"github.com/axsched/ax/services/internal/natsembed"
 	"github.com/axsched/ax/services/internal/ring"
 )
@@ -129,7 +132,9 @@ func (f *serverFlags) register(fs *pflag.FlagSet, command string) {
 	fs.DurationVar(&c.Executor.AgingAfter, "aging-after", envDur("AX_AGING_AFTER", 30*time.Second), "a task overdue this long counts one lane higher, per period [AX_AGING_AFTER]")
 	fs.IntVar(&f.concurrency, "concurrency", envInt("AX_CONCURRENCY", 32), "tasks of each built-in type run at once by this executor [AX_CONCURRENCY]")
 
-	fs.BoolVar(&f.builtins, "builtins", envBool("AX_BUILTINS", true), "serve the built-in types ax.noop, ax.sleep, ax.flaky and ax.bench [AX_BUILTINS]")
+	// The demonstration types are on for the one-process try-out and off
+	// for a production executor, which should serve only what a team wrote.
+	fs.BoolVar(&f.builtins, "builtins", envBool("AX_BUILTINS", command == "up"), "serve the demonstration types ax.noop, ax.sleep, ax.flaky and the bench harness's ax.bench (default on under `ax up` only) [AX_BUILTINS]")
 	fs.StringArrayVar(&f.webhooks, "webhook", nil, "serve task type TYPE by POSTing each task to URL, as TYPE=URL (repeatable); signed with the secret from --webhook-secret-file or AX_WEBHOOK_SECRET")
 	fs.StringVar(&f.secretFile, "webhook-secret-file", envStr("AX_WEBHOOK_SECRET_FILE", ""), "file holding the webhook signing secret [AX_WEBHOOK_SECRET_FILE]")
 	fs.DurationVar(&c.Reaper.Interval, "reap-interval", envDur("AX_REAP_INTERVAL", time.Second), "reaper pass period [AX_REAP_INTERVAL]")
@@ -159,14 +164,16 @@ func (f *serverFlags) logger() (*slog.Logger, error) {
 }
 
 // executorTypes builds the types this process's executor serves: the
-// built-ins (unless --builtins=false) and every --webhook binding.
+// demonstration types (with --builtins) and every --webhook binding. The
+// ax.bench type needs the process's NATS connection, so it comes through
+// natsTypes.
 func (f *serverFlags) executorTypes() ([]executor.TypeSpec, error) {
 	if f.concurrency <= 0 {
 		return nil, fmt.Errorf("--concurrency must be at least 1, got %d", f.concurrency)
 	}
 	var types []executor.TypeSpec
 	if f.builtins {
-		types = executor.Builtins()
+		types = demo.Types()
 	}
 	if len(f.webhooks) > 0 {
 		secret, err := f.webhookSecret()
@@ -189,6 +196,18 @@ func (f *serverFlags) executorTypes() ([]executor.TypeSpec, error) {
 		types[i].Concurrency = f.concurrency
 	}
 	return types, nil
+}
+
+// natsTypes adds ax.bench beside the demonstration types.
+func (f *serverFlags) natsTypes() func(nc *nats.Conn) []executor.TypeSpec {
+	if !f.builtins {
+		return nil
+	}
+	return func(nc *nats.Conn) []executor.TypeSpec {
+		spec := bench.TypeSpec(nc)
+		spec.Concurrency = f.concurrency
+		return []executor.TypeSpec{spec}
+	}
 }
 
 // webhookSecret reads the signing secret from a file or AX_WEBHOOK_SECRET,

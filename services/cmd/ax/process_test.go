@@ -171,7 +171,8 @@ func newCluster(t *testing.T) *cluster {
 func (c *cluster) service(t *testing.T, svc, node string, extra ...string) *proc {
 	t.Helper()
 	addr := fmt.Sprintf("127.0.0.1:%d", testenv.FreePort(t))
-	args := append([]string{svc, "--http", addr, "--node", node}, c.commonFl...)
+	// Executors serve the demonstration types unless a test says otherwise.
+	args := append([]string{svc, "--http", addr, "--node", node, "--builtins"}, c.commonFl...)
 	args = append(args, extra...)
 	p := start(t, node, c.bin, args...)
 	p.addr = addr

@@ -5,7 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/axsched/ax/services/internal/app"
+	"github.com/axsched/ax/services/app"
 )
 
 func newRootCmd() *cobra.Command {
@@ -41,6 +41,7 @@ func newServerCmd(name, short string, services []app.Service, embedded bool) *co
 				return err
 			}
 			cfg.Types = types
+			cfg.NATSTypes = f.natsTypes()
 			cfg.Executor.HeartbeatInterval = f.heartbeat
 			cfg.Reaper.HeartbeatInterval = f.heartbeat
 			stopProfile, err := startCPUProfile(f.cpuProfile)

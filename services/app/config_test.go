@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/axsched/ax/services/internal/app"
+	"github.com/axsched/ax/services/app"
 )
 
 func TestConfigValidateShards(t *testing.T) {

@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/axsched/ax/contracts"
-	"github.com/axsched/ax/services/internal/app"
+	"github.com/axsched/ax/services/app"
 	"github.com/axsched/ax/services/internal/ring"
 	"github.com/axsched/ax/services/internal/route"
 	"github.com/axsched/ax/services/internal/testenv"

@@ -1,4 +1,4 @@
-package executor
+package bench
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/axsched/ax/events"
+	"github.com/axsched/ax/services/executor"
 	"github.com/axsched/ax/services/internal/bus"
 	"github.com/axsched/ax/services/internal/testenv"
 )
@@ -29,7 +30,8 @@ func benchReports(t *testing.T) (*bus.Conn, chan *nats.Msg) {
 
 func TestBenchReportsEveryAttempt(t *testing.T) {
 	conn, reports := benchReports(t)
-	ctx := withBenchReporter(context.Background(), newBenchReporter(conn.NC))
+	h := NewHandler(conn.NC)
+	ctx := context.Background()
 
 	tests := []struct {
 		name      string
@@ -45,14 +47,14 @@ func TestBenchReportsEveryAttempt(t *testing.T) {
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			task := &Task{ID: int64(1000 + i), Type: TypeBench, Attempt: tt.attempt, Payload: json.RawMessage(tt.payload)}
+			task := &executor.Task{ID: int64(1000 + i), Type: TypeBench, Attempt: tt.attempt, Payload: json.RawMessage(tt.payload)}
 			before := time.Now().UnixNano()
-			err := Bench.Handle(ctx, task)
+			err := h.Handle(ctx, task)
 			if tt.wantOK {
 				require.NoError(t, err)
 			} else {
 				require.Error(t, err)
-				require.Equal(t, tt.permanent, IsPermanent(err), "permanent")
+				require.Equal(t, tt.permanent, executor.IsPermanent(err), "permanent")
 			}
 			select {
 			case m := <-reports:
@@ -75,8 +77,9 @@ func TestBenchReportsEveryAttempt(t *testing.T) {
 func TestBenchWithoutConnection(t *testing.T) {
 	// Outside an executor there is nobody to report to; the outcome is the
 	// same.
-	require.NoError(t, Bench.Handle(context.Background(), &Task{ID: 1, Attempt: 1}))
-	require.Error(t, Bench.Handle(context.Background(), &Task{ID: 1, Attempt: 1, Payload: json.RawMessage(`{"fail_attempts":1}`)}))
+	h := NewHandler(nil)
+	require.NoError(t, h.Handle(context.Background(), &executor.Task{ID: 1, Attempt: 1}))
+	require.Error(t, h.Handle(context.Background(), &executor.Task{ID: 1, Attempt: 1, Payload: json.RawMessage(`{"fail_attempts":1}`)}))
 }
 
 // TestBenchReportsTravelInBatches: reports from handlers running at once
@@ -84,17 +87,17 @@ func TestBenchWithoutConnection(t *testing.T) {
 // wait is over (or the executor flushes on its way out).
 func TestBenchReportsTravelInBatches(t *testing.T) {
 	conn, reports := benchReports(t)
-	br := newBenchReporter(conn.NC)
+	br := NewHandler(conn.NC)
 	br.wait = time.Hour // only a full batch or the flush sends
-	ctx := withBenchReporter(context.Background(), br)
+	ctx := context.Background()
 
-	const n = 2*benchReportBatch + 10
+	const n = 2*reportBatch + 10
 	var wg sync.WaitGroup
 	for i := range n {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			require.NoError(t, Bench.Handle(ctx, &Task{ID: int64(5000 + i), Type: TypeBench, Attempt: 1}))
+			require.NoError(t, br.Handle(ctx, &executor.Task{ID: int64(5000 + i), Type: TypeBench, Attempt: 1}))
 		}()
 	}
 	wg.Wait()
@@ -110,7 +113,7 @@ func TestBenchReportsTravelInBatches(t *testing.T) {
 		}
 	}
 	seen := map[int64]int{}
-	for _, want := range []int{benchReportBatch, benchReportBatch} {
+	for _, want := range []int{reportBatch, reportBatch} {
 		batch := read()
 		require.Len(t, batch, want, "a full batch goes at once")
 		for _, r := range batch {
@@ -122,7 +125,7 @@ func TestBenchReportsTravelInBatches(t *testing.T) {
 		t.Fatal("the remainder went before the wait or the flush")
 	case <-time.After(100 * time.Millisecond):
 	}
-	br.flush()
+	br.Flush()
 	for _, r := range read() {
 		seen[r.TaskID]++
 	}

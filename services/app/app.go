@@ -14,6 +14,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/redis/go-redis/v9"
 	"golang.org/x/sync/errgroup"
 
@@ -81,6 +82,9 @@ type Config struct {
 	Reaper     reaper.Config
 	// Types are the task types the executor serves.
 	Types []executor.TypeSpec
+	// NATSTypes, when set, adds types whose handlers report over the
+	// process's NATS connection (the bench harness's ax.bench).
+	NATSTypes func(nc *nats.Conn) []executor.TypeSpec
 
 	// LocalClock is this process's clock before correction to Redis TIME;
 	// nil means time.Now. Tests skew it.
@@ -236,9 +240,12 @@ func Run(ctx context.Context, cfg Config, services []Service, logger *slog.Logge
 			ecfg := cfg.Executor
 			ecfg.Node = cfg.Node
 			ecfg.Addr = srv.Addr()
-			types := cfg.Types
-			if types == nil {
-				types = executor.Builtins()
+			types := slices.Clone(cfg.Types)
+			if cfg.NATSTypes != nil {
+				types = append(types, cfg.NATSTypes(conn.NC)...)
+			}
+			if len(types) == 0 {
+				return errors.New("executor: no task types to serve: register handlers, give --webhook TYPE=URL, or --builtins for the demonstration types")
 			}
 			ex, err := executor.New(ecfg, st.WithActor("executor@"+cfg.Node), rdb, k, conn, clk, logger, types)
 			if err != nil {

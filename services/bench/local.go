@@ -188,7 +188,7 @@ func (l *local) startAx(ctx context.Context, dsn, natsURL, label string, profile
 			args := []string{svc, "--http", addr, "--node", "bench-" + svc,
 				"--mysql-dsn", dsn, "--redis-addr", l.cfg.RedisAddr, "--redis-prefix", l.prefix,
 				"--nats-url", natsURL, "--concurrency", strconv.Itoa(l.cfg.Concurrency),
-				"--migrate=false", "--log-level", "warn"}
+				"--migrate=false", "--log-level", "warn", "--builtins"}
 			if profile {
 				args = append(args, "--cpuprofile", filepath.Join(l.cfg.CPUProfileDir, label+"-"+svc+".pprof"))
 			}

@@ -8,20 +8,19 @@ import (
 	"time"
 
 	"github.com/axsched/ax/contracts"
-	"github.com/axsched/ax/services/executor"
 )
 
 // latency submits tasks due at once in an open loop and measures handler
 // start minus submit call start.
 func (r *run) latency(ctx context.Context) ([]Metric, error) {
-	return r.openLoopWorkload(ctx, contracts.SubmitRequest{Type: executor.TypeBench}, mLatency,
+	return r.openLoopWorkload(ctx, contracts.SubmitRequest{Type: TypeBench}, mLatency,
 		func(s sent, started int64) float64 { return ms(started - s.startNs) }, 50, 90, 99)
 }
 
 // delayed submits tasks due Delay after submission and measures handler
 // start minus the due time the API answered; a start before it is early.
 func (r *run) delayed(ctx context.Context) ([]Metric, error) {
-	return r.openLoopWorkload(ctx, contracts.SubmitRequest{Type: executor.TypeBench, Delay: r.cfg.Delay.String()}, mDelayed,
+	return r.openLoopWorkload(ctx, contracts.SubmitRequest{Type: TypeBench, Delay: r.cfg.Delay.String()}, mDelayed,
 		func(s sent, started int64) float64 { return ms(started - s.dueNs) }, 50, 99)
 }
 
@@ -78,16 +77,16 @@ func (r *run) openLoopWorkload(ctx context.Context, req contracts.SubmitRequest,
 // retry submits RetryN tasks whose first attempt fails, with the type's
 // backoff at its smallest, and measures until the last retry succeeded.
 func (r *run) retry(ctx context.Context) (_ []Metric, err error) {
-	prev, err := r.api.GetType(ctx, executor.TypeBench)
+	prev, err := r.api.GetType(ctx, TypeBench)
 	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", executor.TypeBench, err)
+		return nil, fmt.Errorf("read %s: %w", TypeBench, err)
 	}
 	least := contracts.MinTypeDuration.String()
-	if _, err := r.api.UpdateType(ctx, executor.TypeBench, contracts.TaskTypeUpdate{BackoffBase: &least, BackoffCap: &least}); err != nil {
-		return nil, fmt.Errorf("set %s backoff to %s: %w", executor.TypeBench, least, err)
+	if _, err := r.api.UpdateType(ctx, TypeBench, contracts.TaskTypeUpdate{BackoffBase: &least, BackoffCap: &least}); err != nil {
+		return nil, fmt.Errorf("set %s backoff to %s: %w", TypeBench, least, err)
 	}
 	defer func() { // a deployment gets its settings back
-		_, rerr := r.api.UpdateType(context.WithoutCancel(ctx), executor.TypeBench,
+		_, rerr := r.api.UpdateType(context.WithoutCancel(ctx), TypeBench,
 			contracts.TaskTypeUpdate{BackoffBase: &prev.BackoffBase, BackoffCap: &prev.BackoffCap})
 		err = errors.Join(err, rerr)
 	}()

@@ -12,7 +12,6 @@ import (
 
 	"github.com/axsched/ax/contracts"
 	"github.com/axsched/ax/contracts/client"
-	"github.com/axsched/ax/services/executor"
 )
 
 // run is one run of one workload against one target.
@@ -110,8 +109,8 @@ func withRun(ctx context.Context, cfg *Config, label string, profile bool,
 	}
 	defer r.db.Close()
 	r.api = apiClient(r.target.api, cfg.MaxInFlight)
-	if _, err := r.api.GetType(ctx, executor.TypeBench); err != nil {
-		return nil, fmt.Errorf("task type %s: %w (its executors must serve the built-ins: --builtins, the default)", executor.TypeBench, err)
+	if _, err := r.api.GetType(ctx, TypeBench); err != nil {
+		return nil, fmt.Errorf("task type %s: %w (its executors must serve the built-ins: --builtins, on by default under `ax up`)", TypeBench, err)
 	}
 	return fn(r, ctx)
 }

@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/axsched/ax/contracts"
-	"github.com/axsched/ax/services/internal/app"
+	"github.com/axsched/ax/services/app"
 	"github.com/axsched/ax/services/internal/testenv"
 )
 

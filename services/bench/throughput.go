@@ -11,7 +11,6 @@ import (
 
 	"github.com/axsched/ax/contracts"
 	"github.com/axsched/ax/events"
-	"github.com/axsched/ax/services/executor"
 	"github.com/axsched/ax/services/internal/store"
 )
 
@@ -23,7 +22,7 @@ const typeSettle = 2500 * time.Millisecond
 func benchTasks(n int, payload string) []contracts.SubmitRequest {
 	reqs := make([]contracts.SubmitRequest, n)
 	for i := range reqs {
-		reqs[i] = contracts.SubmitRequest{Type: executor.TypeBench}
+		reqs[i] = contracts.SubmitRequest{Type: TypeBench}
 		if payload != "" {
 			reqs[i].Payload = []byte(payload)
 		}
@@ -145,8 +144,8 @@ func mergeProcess(e2e, proc []Metric) []Metric {
 }
 
 func (r *run) setPaused(ctx context.Context, paused bool) error {
-	if _, err := r.api.UpdateType(ctx, executor.TypeBench, contracts.TaskTypeUpdate{Paused: &paused}); err != nil {
-		return fmt.Errorf("set %s paused=%t: %w", executor.TypeBench, paused, err)
+	if _, err := r.api.UpdateType(ctx, TypeBench, contracts.TaskTypeUpdate{Paused: &paused}); err != nil {
+		return fmt.Errorf("set %s paused=%t: %w", TypeBench, paused, err)
 	}
 	return nil
 }
@@ -163,7 +162,7 @@ func (r *run) waitDrained(ctx context.Context, ids []int64) (time.Time, error) {
 	last, lastChange := -1, time.Now()
 	for {
 		var done int
-		if err := r.db.QueryRowContext(ctx, q, executor.TypeBench, contracts.StatusSuccess, lo, hi).Scan(&done); err != nil {
+		if err := r.db.QueryRowContext(ctx, q, TypeBench, contracts.StatusSuccess, lo, hi).Scan(&done); err != nil {
 			return time.Time{}, fmt.Errorf("count SUCCESS tasks: %w", err)
 		}
 		now := time.Now()

@@ -15,8 +15,8 @@ import (
 	"github.com/axsched/ax/contracts"
 	"github.com/axsched/ax/contracts/client"
 	"github.com/axsched/ax/events"
-	"github.com/axsched/ax/services/executor"
-	"github.com/axsched/ax/services/internal/app"
+	"github.com/axsched/ax/services/app"
+	"github.com/axsched/ax/services/demo"
 	"github.com/axsched/ax/services/internal/bus"
 	"github.com/axsched/ax/services/internal/natsembed"
 	"github.com/axsched/ax/services/internal/store"
@@ -80,7 +80,7 @@ func runApp(t *testing.T, services []app.Service, mutate func(*app.Config)) *sys
 	ready := make(chan string, 1)
 	cfg := app.Config{
 		HTTPAddr: "127.0.0.1:0", Node: "e2e", NodeID: 7,
-		Types:   executor.Builtins(),
+		Types:   demo.Types(),
 		OnReady: func(addr string) { ready <- addr },
 	}
 	cfg.Timer.ReconcileInterval = time.Second

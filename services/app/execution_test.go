@@ -14,8 +14,8 @@ import (
 
 	"github.com/axsched/ax/contracts"
 	"github.com/axsched/ax/contracts/client"
+	"github.com/axsched/ax/services/app"
 	"github.com/axsched/ax/services/executor"
-	"github.com/axsched/ax/services/internal/app"
 	"github.com/axsched/ax/services/internal/metrics"
 	"github.com/axsched/ax/services/internal/testenv"
 )
