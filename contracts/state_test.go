@@ -3,7 +3,7 @@ package contracts
 import "testing"
 
 // TestTransitionTable checks every (from, to) pair against a matrix written
-// out by hand from SPEC S1, so a change to Transitions must be a deliberate
+// out by hand from the task state diagram (docs/architecture.md), so a change to Transitions must be a deliberate
 // change here too.
 func TestTransitionTable(t *testing.T) {
 	const (

@@ -1,5 +1,5 @@
-// Package bench is the `ax bench` harness: the standard workloads of SPEC
-// P1 (throughput, latency, delayed, retry) run through ax's public path —
+// Package bench is the `ax bench` harness: ax's four standard workloads
+// (throughput, latency, delayed, retry) run through ax's public path —
 // the submit API via contracts/client, then timer, dispatcher and executor
 // — with figures printed, never asserted. It is a measuring tool, not a
 // test that fails on time.

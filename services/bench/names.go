@@ -1,6 +1,7 @@
 package bench
 
-// Workload names, fixed by SPEC P1.
+// Workload names: the four standard workloads ax's benchmark targets are
+// set for (docs/benchmarks.md).
 const (
 	Throughput = "throughput"
 	Latency    = "latency"
@@ -11,8 +12,8 @@ const (
 // AllWorkloads lists the workloads in the order they run.
 var AllWorkloads = []string{Throughput, Latency, Delayed, Retry}
 
-// Metric names. The workload figures are fixed by SPEC P1; docs/benchmarks.md
-// says how each is measured.
+// Metric names, as docs/benchmarks.md reports them and says how each is
+// measured; they stay fixed so figures compare across builds.
 const (
 	mE2ETPS      = "e2e_tps"
 	mEnqueueTPS  = "enqueue_tps"

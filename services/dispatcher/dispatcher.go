@@ -1,26 +1,25 @@
-// Package dispatcher turns due commands into work for executors.
+// Package dispatcher is the dispatcher service. It owns the dispatch rule,
+// "this task goes to that executor now" (package dispatch: pause check,
+// routing to the task's shard owner on the type's ring, dispatch mark,
+// fencing by attempt at the claim), and applies it to the due commands on
+// ax.work.due.
 //
-// "Redis suggests, the database decides": it takes due commands in batches,
-// re-reads their tasks in MySQL in one query and passes on only those still
-// READY (or RETRYING with their backoff elapsed) and due by the scheduler
-// clock; everything else is dropped and counted. A passing task is
-// published on its type's executor subject with the attempt it has now, so
-// only a claim against that attempt can succeed, and the batch is marked
-// dispatched in Redis (one pipeline, no MySQL row touched: a mark in the
-// tasks table locked the very rows the executors were claiming) so the
-// timer's reconciler leaves it alone.
+// Most tasks never reach it: the relay and the timer apply the same rule
+// directly to the tasks they know to be due (direct dispatch, see package
+// dispatch). What is left here is work the reaper moved off a departed
+// node's subjects, index entries of an older timer, and backoffs the timer
+// failed to end.
 //
-// Routing (package dispatch): a task goes to the owner of its shard on the
-// consistent hash ring of the live executors serving its type, on that
-// node's subject ax.work.exec.<lane>.<type>.<node token>; while no live
-// executor serves the type, to the type's shared subject, which every
-// executor of the type also drains. Work left on the subject of a node that
-// is gone is moved on by the reaper. Tasks due the moment they became
-// READY never reach the dispatcher: the relay dispatches them together
-// with their READY events; nor do the delayed tasks and retries the timer
-// pops, which it dispatches itself. What is left here is work moved off a
-// departed node's subjects, index entries of an older timer, and backoffs
-// the timer failed to end.
+// "Redis suggests, the database decides": it takes due commands in
+// batches, and a task passes only while it is READY (or RETRYING) and due
+// by the scheduler clock (one due within a second is waited for, never
+// sent early); everything else is dropped and counted. A lean command (the
+// timer indexed the task with its type, attempt and state) says so itself
+// and is not read back: the executor's claim, or for a RETRYING task the
+// move to READY here, is fenced on that attempt and due time, so a task
+// that moved on since loses there. Any other command is re-read in MySQL,
+// all of a batch's in one query. A RETRYING task is moved to READY (all of
+// a batch's in one transaction) and dispatched in the same pass.
 //
 // Replicas: any number may run; they share one durable consumer, and a
 // duplicate dispatch is absorbed by the executor's lock and attempt check.

@@ -4,9 +4,9 @@
 // (score = next run time in Unix ms on the Redis clock, member = task ID).
 // Its loop takes due IDs atomically with a Lua script that reads Redis TIME
 // itself, lane by lane in priority order. A due READY task indexed with its
-// type and attempt is dispatched at once to its executors (a lean dispatch
-// through package dispatch, as the dispatcher would send it: routed,
-// pause-checked, marked); a due RETRYING task is first moved to READY, all
+// type and attempt is dispatched at once to its executors, a lean dispatch
+// under the dispatcher's rule applied directly (direct dispatch, see
+// package dispatch); a due RETRYING task is first moved to READY, all
 // of a pass's in one transaction fenced on the indexed attempt and due
 // time, and dispatched the same way. Only an entry of an older timer (a
 // bare ID), or a backoff whose transaction failed, gets a TaskDue command

@@ -13,7 +13,7 @@ import (
 	"github.com/axsched/ax/services/bench"
 )
 
-// newBenchCmd is `ax bench`: the standard workloads of SPEC P1 through the
+// newBenchCmd is `ax bench`: ax's four standard workloads through the
 // public path, printed as figures. It never fails on speed; it fails when
 // tasks went missing or ax could not be run. It reads no AX_* variables:
 // an exported AX_API must not turn a local run into a remote one.

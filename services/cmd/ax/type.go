@@ -133,7 +133,7 @@ func newTypeSizeCmd(print func(io.Writer, any, func()) error) *cobra.Command {
 	var latency time.Duration
 	cmd := &cobra.Command{
 		Use:   "size",
-		Short: "Size a task type's worker pool from target throughput and task latency (SPEC X5)",
+		Short: "Size a task type's worker pool from target throughput and task latency",
 		Long: `Prints the worker-pool sizing rule: workers = ceil(throughput × latency × 1.3),
 that is enough workers to sustain the throughput plus 30% headroom, and a
 queue of about half of the peak one-second backlog. Nothing is sent to the API.`,
@@ -158,12 +158,12 @@ queue of about half of the peak one-second backlog. Nothing is sent to the API.`
 	return cmd
 }
 
-// poolHeadroom is the spare capacity SPEC X5 adds on top of
+// poolHeadroom is the spare capacity ax's sizing rule adds on top of
 // throughput × latency, as an exact fraction: 1.3 in float64 would make
 // 200/s × 300ms come out as 78.00000000000001 and round up to 79.
 var poolHeadroom = big.NewRat(13, 10)
 
-// poolSizing is the worker pool SPEC X5 recommends for one task type.
+// poolSizing is the worker pool ax's sizing rule recommends for one task type.
 type poolSizing struct {
 	Throughput float64 `json:"throughput_per_second"`
 	Latency    string  `json:"latency"`
@@ -176,7 +176,7 @@ type poolSizing struct {
 	Queue       int     `json:"queue"`
 }
 
-// sizePool applies SPEC X5: workers = ceil(throughput × latency × 1.3) and
+// sizePool applies ax's pool-sizing rule: workers = ceil(throughput × latency × 1.3) and
 // queue = ceil(peak backlog of one second / 2). throughput and peak are
 // tasks per second.
 func sizePool(throughput float64, latency time.Duration, peak float64) (poolSizing, error) {

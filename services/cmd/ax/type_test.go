@@ -26,7 +26,7 @@ func TestSizePool(t *testing.T) {
 		workers    int
 		queue      int
 	}{
-		{"SPEC X5 example", 200, 300 * time.Millisecond, 200, 78, 100},
+		{"the documented example", 200, 300 * time.Millisecond, 200, 78, 100},
 		{"exact product is not rounded up", 1000, time.Second, 1000, 1300, 500},
 		{"fraction rounds up", 1, time.Second, 1, 2, 1},
 		{"tiny load still needs a worker", 0.1, time.Millisecond, 0.1, 1, 1},

@@ -1,20 +1,33 @@
-// Package dispatch hands tasks to the executors of their type: on the
-// subject of the node that owns the task's shard on the type's consistent
-// hash ring of live executors (package route, refreshed from the
-// membership registry every second), ax.work.exec.<lane>.<type>.<node
-// token>, or, while no live executor serves the type, on the type's shared
-// subject, which every executor of the type also drains. A dispatched task
-// is marked in Redis (one pipeline per batch, no MySQL row touched) so the
-// timer's reconciler leaves it alone while it queues.
+// Package dispatch is the dispatch rule, the one place that decides "this
+// task goes to that executor now":
 //
-// Three senders use it: the dispatcher, for due commands and ended
-// backoffs; the relay, for tasks that were due the moment they became READY
-// (events.RouteDispatch), which it sends on together with their READY
-// events, so such a task reaches its executor in one hop from its commit;
-// and the timer, for READY tasks its pop finds due. A duplicate dispatch (a
-// relay publishing again after a crash, a task the reconciler re-indexed,
-// two views of the ring for a second) is absorbed by the executor's claim,
-// which is fenced on the task's attempt and due time.
+//   - not while its type is paused (a cached "running" is believed, a
+//     cached "paused" is confirmed in MySQL);
+//   - to the node that owns the task's shard on the type's consistent hash
+//     ring of live executors (package route, refreshed from the membership
+//     registry every second), on ax.work.exec.<lane>.<type>.<node token>,
+//     or, while no live executor serves the type, on the type's shared
+//     subject, which every executor of the type also drains;
+//   - carrying the task's attempt and due time, never its payload, so only
+//     the executor's claim fenced on that attempt and due time can start it;
+//   - marked dispatched in Redis (one pipeline per batch, no MySQL row
+//     touched), so the timer's reconciler leaves it alone while it queues.
+//
+// The rule is the dispatcher's: the dispatcher service applies it to every
+// due command. Two other senders apply it directly, a shortcut called
+// direct dispatch: the relay, to tasks due the moment they became READY
+// (events.RouteDispatch), whose dispatches it sends in the same batch as
+// their READY events; and the timer, to the delayed tasks and ended
+// backoffs its pop finds due. Each already holds a task it knows to be due
+// (its writer decided the route; the pop read the Redis clock), so passing
+// it through the dispatcher would only add a hop, a delivery and an
+// acknowledgement per task (and, from the timer, a stored TaskDue command).
+// Both call this package and keep no rule of their own; docs/architecture.md
+// ("Who dispatches") gives the measured gain.
+//
+// A duplicate dispatch (a relay publishing again after a crash, a task the
+// reconciler re-indexed, two views of the ring for a second) is absorbed by
+// the executor's claim, which is fenced on the task's attempt and due time.
 package dispatch
 
 import (

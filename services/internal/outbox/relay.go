@@ -20,12 +20,12 @@
 //
 // Tasks due the moment they became READY (events.RouteDispatch: submitted
 // without a delay, or handed back by an executor) are dispatched by the
-// relay itself when it has a dispatch.Sender: their dispatches go out in
-// the same batch as their events, before the cursor moves past them, so a
-// crash in between publishes both again (the executor's claim, fenced on
-// the attempt, absorbs the repeat) and no such task is left behind. The
-// dispatcher never sees them: one hop, one delivery and one acknowledgement
-// fewer per task.
+// relay itself when it has a dispatch.Sender (direct dispatch, see package
+// dispatch): their dispatches go out in the same batch as their events,
+// before the cursor moves past them, so a crash in between publishes both
+// again (the executor's claim, fenced on the attempt, absorbs the repeat)
+// and no such task is left behind. The dispatcher never sees them: one
+// hop, one delivery and one acknowledgement fewer per task.
 //
 // Speed: the store signals its relay after every commit that wrote history
 // or outbox rows, so the relay works at once instead of on a poll interval.

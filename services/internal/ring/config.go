@@ -5,7 +5,7 @@ import (
 	"fmt"
 )
 
-// Ring defaults. 100 virtual nodes per node (SPEC H2) keep each node's
+// Ring defaults. 100 virtual nodes per node keep each node's
 // share of the hash circle within roughly ±10 % of fair; a load factor of
 // 1.25 lets a node hold at most a quarter more than the mean, which bounds
 // the busiest node while leaving enough slack that a membership change
