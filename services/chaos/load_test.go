@@ -101,7 +101,7 @@ type acked struct {
 
 // load submits a steady mix for d: mostly tasks due now, some delayed by up
 // to five seconds, some failing their first attempt, a few running for
-// seconds. Only answered submissions count: a submission that timed out
+// longer than a lease renewal period. Only answered submissions count: a submission that timed out
 // may or may not exist, and nobody was told it does.
 func load(ctx context.Context, api *client.Client, d time.Duration, rate int) (tasks []acked, refused int) {
 	var mu sync.Mutex
@@ -145,8 +145,10 @@ func mixed(i int) (contracts.SubmitRequest, work) {
 		req.Delay = fmt.Sprintf("%dms", 500+rand.IntN(4500))
 	case n < 35:
 		w.Fail = 1
-	case n < 40:
-		w.Ms = 1500 + rand.IntN(2500)
+	case n < 38:
+		// Longer than a lease renewal period (5 s): a fault that touches
+		// leases meets these while they run.
+		w.Ms = 6000 + rand.IntN(4000)
 	}
 	req.Payload, _ = json.Marshal(w)
 	return req, w
