@@ -6,7 +6,7 @@ PKGS  := ./contracts/... ./events/... ./infra/... ./services/...
 # Packages whose concurrency is tested under the race detector (all of them).
 RACE_PKGS := $(PKGS)
 
-.PHONY: all build run test test-short vet check-tree bench servers clean FORCE
+.PHONY: all build run test test-short vet check-tree bench chaos servers clean FORCE
 
 all: build
 
@@ -53,6 +53,13 @@ BENCH_FLAGS ?=
 bench: build $(BIN)/nats-server servers
 	$(GO) test -run '^$$' -bench . -benchmem -count=1 $(PKGS)
 	$(BIN)/ax bench --reps $(BENCH_REPS) $(BENCH_FLAGS)
+
+# `make chaos` knobs: AX_CHAOS_ONLY=<part of a scenario name> runs only those.
+## chaos: the fault suite, not part of test: private MariaDB, Redis and NATS on free ports, the five services as processes, one fault at a time under load, every acknowledged task checked (about 20 minutes).
+chaos: build $(BIN)/nats-server servers
+	AX_CHAOS=1 AX_TEST_BIN_DIR=$(CURDIR)/$(BIN) AX_CHAOS_REPORT=$(CURDIR)/$(BIN)/chaos-report.md \
+		$(GO) test -count=1 -v -timeout 60m -run TestChaos ./services/chaos/
+	@cat $(BIN)/chaos-report.md
 
 clean:
 	rm -rf $(BIN) .data

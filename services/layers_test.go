@@ -22,7 +22,7 @@ var floors = []struct {
 	{"events", []string{"events"}},
 	{"shared runtime", []string{"services/internal/"}},
 	{"the five services", []string{"services/submitter", "services/timer", "services/dispatcher", "services/executor", "services/reaper"}},
-	{"wiring and tools", []string{"services/cmd/", "services/app", "services/bench", "services/demo", "services/worker", "services/examples/", "=services"}},
+	{"wiring and tools", []string{"services/cmd/", "services/app", "services/bench", "services/demo", "services/worker", "services/examples/", "services/chaos", "=services"}},
 }
 
 func floorOf(pkg string) (floor int, unit string) {

@@ -50,19 +50,37 @@ func (c *Redis) Now() time.Time { return c.local().Add(time.Duration(c.offset.Lo
 // Offset is Redis time minus local time as last measured.
 func (c *Redis) Offset() time.Duration { return time.Duration(c.offset.Load()) }
 
-// Sync measures the offset once, halving the round trip.
+// syncSamples is how many TIME round trips one Sync takes; the tightest
+// wins, so one slow round trip (a busy machine, a GC pause) costs nothing.
+const syncSamples = 3
+
+// Sync measures the offset. Redis read its clock somewhere inside the round
+// trip [t0, t1], so at local time t1 its clock read at least rt: rt - t1 is
+// an offset that can only put the estimate behind Redis, never ahead —
+// halving the round trip instead would run a task early by up to half a
+// slow round trip. Of the samples, the largest such bound is the tightest.
 func (c *Redis) Sync(ctx context.Context) error {
-	t0 := c.local()
-	rt, err := c.rdb.Time(ctx).Result()
-	if err != nil {
-		return fmt.Errorf("redis TIME: %w", err)
+	var best time.Duration
+	for i := range syncSamples {
+		rt, t1, err := c.sample(ctx)
+		if err != nil {
+			return err
+		}
+		if off := rt.Sub(t1); i == 0 || off > best {
+			best = off
+		}
 	}
-	t1 := c.local()
-	mid := t0.Add(t1.Sub(t0) / 2)
-	off := rt.Sub(mid)
-	c.offset.Store(int64(off))
-	metrics.ClockSkew.Set(-off.Seconds())
+	c.offset.Store(int64(best))
+	metrics.ClockSkew.Set(-best.Seconds())
 	return nil
+}
+
+func (c *Redis) sample(ctx context.Context) (rt, t1 time.Time, err error) {
+	rt, err = c.rdb.Time(ctx).Result()
+	if err != nil {
+		return rt, t1, fmt.Errorf("redis TIME: %w", err)
+	}
+	return rt, c.local(), nil
 }
 
 // Run re-syncs every interval until ctx ends.

@@ -1,0 +1,175 @@
+package chaos
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// verdict is what the checker found for one scenario.
+type verdict struct {
+	scenario     string
+	acked        int
+	refused      int
+	lost         int // missing, or not SUCCESS at the end
+	early        int // calls that began before the due time
+	dupExplained int // extra calls, each for an attempt the history granted after a recovery
+	dupUnexpl    int // calls for an attempt already called, or never granted
+	recoveries   int // RUNNING→READY and TIMEOUT transfers
+	worst        time.Duration
+	worstTask    string
+	delays       []time.Duration // due → start of the successful call, per task
+	examples     []string
+}
+
+func (v *verdict) note(format string, args ...any) {
+	if len(v.examples) < 10 {
+		v.examples = append(v.examples, fmt.Sprintf(format, args...))
+	}
+}
+
+// row is a history row of a task.
+type row struct {
+	from, to string
+	attempt  int
+	actor    string
+	reason   string
+}
+
+// waitSettled waits until no task in the scenario's database is waiting or
+// running, or until timeout.
+func waitSettled(ctx context.Context, t *testing.T, db *sql.DB, timeout time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		var open int
+		err := db.QueryRowContext(ctx, `SELECT COUNT(*) FROM tasks WHERE status NOT IN ('SUCCESS','CANCELLED')
+			AND NOT (status IN ('FAILED','TIMEOUT') AND retry_count >= max_retry_count)`).Scan(&open)
+		if err == nil && open == 0 {
+			return
+		}
+		time.Sleep(time.Second)
+	}
+}
+
+// check judges every acknowledged task against the history and the calls.
+func check(ctx context.Context, t *testing.T, db *sql.DB, tasks []acked, calls map[string][]call) verdict {
+	t.Helper()
+	v := verdict{acked: len(tasks)}
+	status := map[string]string{}
+	history := map[string][]row{}
+	rows, err := db.QueryContext(ctx, `SELECT CAST(id AS CHAR), status FROM tasks`)
+	if err != nil {
+		t.Fatalf("read tasks: %v", err)
+	}
+	for rows.Next() {
+		var id, st string
+		if err := rows.Scan(&id, &st); err != nil {
+			t.Fatal(err)
+		}
+		status[id] = st
+	}
+	rows.Close()
+	rows, err = db.QueryContext(ctx, `SELECT CAST(task_id AS CHAR), from_status, to_status, attempt, actor, reason
+		FROM task_history ORDER BY id`)
+	if err != nil {
+		t.Fatalf("read history: %v", err)
+	}
+	for rows.Next() {
+		var id string
+		var r row
+		if err := rows.Scan(&id, &r.from, &r.to, &r.attempt, &r.actor, &r.reason); err != nil {
+			t.Fatal(err)
+		}
+		history[id] = append(history[id], r)
+	}
+	rows.Close()
+
+	for _, a := range tasks {
+		judge(&v, a, status[a.id], history[a.id], calls[a.id])
+	}
+	return v
+}
+
+func judge(v *verdict, a acked, status string, hist []row, calls []call) {
+	if status != "SUCCESS" {
+		v.lost++
+		v.note("task %s: status %q at the end (%d calls, history %s)", a.id, status, len(calls), describe(hist))
+		return
+	}
+	granted := map[int]bool{}
+	recovered := 0
+	for _, r := range hist {
+		if r.from == "READY" && r.to == "RUNNING" {
+			granted[r.attempt] = true
+		}
+		if (r.from == "RUNNING" && r.to == "READY") || r.to == "TIMEOUT" {
+			recovered++
+		}
+		// A failure the load did not plan is a recovery too (a run cut
+		// short by a fault and recorded as FAILED).
+		if r.to == "FAILED" && r.attempt > a.w.Fail {
+			recovered++
+		}
+	}
+	v.recoveries += recovered
+	seen := map[int]bool{}
+	var success *call
+	for i, c := range calls {
+		if c.start.Before(a.due) {
+			v.early++
+			v.note("task %s: attempt %d called %s before its due time", a.id, c.attempt, a.due.Sub(c.start))
+		}
+		if seen[c.attempt] || !granted[c.attempt] {
+			v.dupUnexpl++
+			v.note("task %s: call for attempt %d unexplained (seen before: %t, granted: %t; history %s)",
+				a.id, c.attempt, seen[c.attempt], granted[c.attempt], describe(hist))
+		}
+		seen[c.attempt] = true
+		if c.ok {
+			success = &calls[i]
+		}
+	}
+	if extra := len(calls) - 1 - a.w.Fail; extra > 0 {
+		if recovered >= extra {
+			v.dupExplained += extra
+		} else {
+			v.dupUnexpl += extra - recovered
+			v.dupExplained += recovered
+			v.note("task %s: %d extra calls, %d recoveries recorded", a.id, extra, recovered)
+		}
+	}
+	if success == nil {
+		v.lost++
+		v.note("task %s: SUCCESS in MySQL but no successful call on record", a.id)
+		return
+	}
+	d := success.start.Sub(a.due)
+	v.delays = append(v.delays, d)
+	if d > v.worst {
+		v.worst = d
+		v.worstTask = fmt.Sprintf("task %s (%d calls): %s", a.id, len(calls), describe(hist))
+	}
+}
+
+// p returns the q-quantile of the start delays.
+func (v *verdict) p(q float64) time.Duration {
+	if len(v.delays) == 0 {
+		return 0
+	}
+	d := slices.Clone(v.delays)
+	slices.Sort(d)
+	return d[int(q*float64(len(d)-1))]
+}
+
+func describe(hist []row) string {
+	var b strings.Builder
+	for _, r := range hist {
+		fmt.Fprintf(&b, "[%s→%s #%d %s: %.60s] ", r.from, r.to, r.attempt, r.actor, r.reason)
+	}
+	return b.String()
+}
