@@ -402,7 +402,7 @@ func (e *Executor) callHandler(ctx context.Context, h Handler, r *run) error {
 	go func() {
 		defer func() {
 			if v := recover(); v != nil {
-				done <- fmt.Errorf("handler panic: %v\n%s", v, truncate(string(debug.Stack()), 1500))
+				done <- fmt.Errorf("handler panic: %v\n%s", v, store.Truncate(string(debug.Stack()), 1500))
 			}
 		}()
 		t := r.task
@@ -491,11 +491,4 @@ func (e *Executor) track(r *run, add bool) {
 	} else if e.running[r.task.ID] == r {
 		delete(e.running, r.task.ID)
 	}
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "..."
 }
