@@ -89,6 +89,10 @@ type Config struct {
 	// LocalClock is this process's clock before correction to Redis TIME;
 	// nil means time.Now. Tests skew it.
 	LocalClock func() time.Time
+	// TypeCacheClock is the clock the services' caches of type settings
+	// expire by (nil: the local clock). Tests advance it so that a type
+	// change is seen at once rather than after the caches' TTL.
+	TypeCacheClock clock.Clock
 
 	// OnReady, when set, is called with the bound HTTP address once every
 	// service is running (tests use it with HTTPAddr "127.0.0.1:0").
@@ -137,132 +141,218 @@ func (c *Config) Validate(services []Service) error {
 	return nil
 }
 
-// Run runs services until ctx ends.
+// Run runs services until ctx ends: it opens the dependencies, builds the
+// services, and runs them with the ordered shutdown.
 func Run(ctx context.Context, cfg Config, services []Service, logger *slog.Logger) error {
 	if err := cfg.Validate(services); err != nil {
 		return fmt.Errorf("config: %w", err)
 	}
-	if cfg.EmbeddedNATS && cfg.NATSURL == "" {
-		if err := os.MkdirAll(cfg.Embedded.StoreDir, 0o755); err != nil {
-			return fmt.Errorf("nats store dir: %w", err)
-		}
-		srv, err := natsembed.Start(cfg.Embedded)
+	d, err := openDeps(ctx, &cfg, logger)
+	if err != nil {
+		return err
+	}
+	defer d.close()
+	srv, err := listenOps(cfg, d, logger)
+	if err != nil {
+		return err
+	}
+	runners, readies, err := buildServices(ctx, cfg, services, d, srv, logger)
+	if err != nil {
+		return err
+	}
+	srv.AddCheck("services", allReady(readies))
+	return runOrdered(ctx, cfg, services, d, srv, runners, readies, logger)
+}
+
+// deps are the connections and shared parts of one process, used by every
+// service it runs.
+type deps struct {
+	st   *store.Store
+	rdb  *redis.Client
+	conn *bus.Conn
+	clk  *clock.Redis
+	keys keys.Keys
+	// send is the process's one dispatch.Sender, for the dispatcher, the
+	// relay (tasks due the moment they became READY) and the timer (READY
+	// tasks that fall due): one routing table and one type cache.
+	send *dispatch.Sender
+	// closers release what openDeps opened, last first.
+	closers []func()
+}
+
+func (d *deps) close() {
+	for i := len(d.closers) - 1; i >= 0; i-- {
+		d.closers[i]()
+	}
+}
+
+// openDeps starts the embedded NATS server if asked to, migrates, and
+// connects to MySQL, Redis and NATS. On error it closes what it opened.
+func openDeps(ctx context.Context, cfg *Config, logger *slog.Logger) (d *deps, err error) {
+	d = &deps{keys: keys.New(cfg.RedisPrefix)}
+	defer func() {
 		if err != nil {
-			return err
+			d.close()
 		}
-		defer srv.Shutdown()
-		cfg.NATSURL = srv.URL()
-		logger.Info("embedded nats started", "url", cfg.NATSURL, "store_dir", cfg.Embedded.StoreDir, "sync", cfg.Embedded.Sync)
+	}()
+	if err := startEmbeddedNATS(cfg, d, logger); err != nil {
+		return nil, err
 	}
 	if cfg.Migrate {
 		if err := store.Migrate(ctx, cfg.MySQLDSN); err != nil {
-			return err
+			return nil, err
 		}
 	}
-	st, err := store.Open(ctx, cfg.MySQLDSN, store.Options{Actor: "ax@" + cfg.Node})
-	if err != nil {
-		return err
+	if d.st, err = store.Open(ctx, cfg.MySQLDSN, store.Options{Actor: "ax@" + cfg.Node}); err != nil {
+		return nil, err
 	}
-	defer st.Close()
-	rdb := redis.NewClient(&redis.Options{Addr: cfg.RedisAddr, DB: cfg.RedisDB})
-	defer rdb.Close()
-	if err := rdb.Ping(ctx).Err(); err != nil {
-		return fmt.Errorf("ping redis %s: %w", cfg.RedisAddr, err)
+	d.closers = append(d.closers, func() { d.st.Close() })
+	d.rdb = redis.NewClient(&redis.Options{Addr: cfg.RedisAddr, DB: cfg.RedisDB})
+	d.closers = append(d.closers, func() { d.rdb.Close() })
+	if err := d.rdb.Ping(ctx).Err(); err != nil {
+		return nil, fmt.Errorf("ping redis %s: %w", cfg.RedisAddr, err)
 	}
-	conn, err := bus.Connect(ctx, cfg.NATSURL, "ax-"+cfg.Node)
-	if err != nil {
-		return err
+	if d.conn, err = bus.Connect(ctx, cfg.NATSURL, "ax-"+cfg.Node); err != nil {
+		return nil, err
 	}
-	defer conn.Close()
-	if err := bus.EnsureStreams(ctx, conn.JS, bus.StreamOptions{Replicas: cfg.StreamReplicas}); err != nil {
-		return err
+	d.closers = append(d.closers, d.conn.Close)
+	if err := bus.EnsureStreams(ctx, d.conn.JS, bus.StreamOptions{Replicas: cfg.StreamReplicas}); err != nil {
+		return nil, err
 	}
-	clk := clock.NewRedis(rdb, cfg.LocalClock, logger)
-	if err := clk.Sync(ctx); err != nil {
-		return err
+	d.clk = clock.NewRedis(d.rdb, cfg.LocalClock, logger)
+	if err := d.clk.Sync(ctx); err != nil {
+		return nil, err
 	}
-	k := keys.New(cfg.RedisPrefix)
-	// One dispatch.Sender per process, for the dispatcher, the relay (tasks
-	// due the moment they became READY) and the timer (READY tasks that fall
-	// due): one routing table and one type cache.
 	heartbeat := cfg.Dispatcher.Heartbeat
 	if heartbeat <= 0 {
 		heartbeat = cfg.Executor.HeartbeatInterval
 	}
-	send := dispatch.New(dispatch.Config{Heartbeat: heartbeat, Shards: cfg.Shards}, st, rdb, k, clk,
-		logger.With("component", "dispatch"))
+	d.send = dispatch.New(dispatch.Config{Heartbeat: heartbeat, Shards: cfg.Shards, TypeCacheClock: cfg.TypeCacheClock},
+		d.st, d.rdb, d.keys, d.clk, logger.With("component", "dispatch"))
+	return d, nil
+}
+
+// startEmbeddedNATS starts the embedded NATS server when the process has
+// no external one (`ax up`) and points cfg.NATSURL at it.
+func startEmbeddedNATS(cfg *Config, d *deps, logger *slog.Logger) error {
+	if !cfg.EmbeddedNATS || cfg.NATSURL != "" {
+		return nil
+	}
+	if err := os.MkdirAll(cfg.Embedded.StoreDir, 0o755); err != nil {
+		return fmt.Errorf("nats store dir: %w", err)
+	}
+	srv, err := natsembed.Start(cfg.Embedded)
+	if err != nil {
+		return err
+	}
+	d.closers = append(d.closers, srv.Shutdown)
+	cfg.NATSURL = srv.URL()
+	logger.Info("embedded nats started", "url", cfg.NATSURL, "store_dir", cfg.Embedded.StoreDir, "sync", cfg.Embedded.Sync)
+	return nil
+}
+
+// listenOps binds the HTTP server (API, health, metrics) with a health
+// check per connection.
+func listenOps(cfg Config, d *deps, logger *slog.Logger) (*ops.Server, error) {
 	srv := ops.New(cfg.HTTPAddr, logger)
-	srv.AddCheck("mysql", st.Ping)
-	srv.AddCheck("redis", func(ctx context.Context) error { return rdb.Ping(ctx).Err() })
+	srv.AddCheck("mysql", d.st.Ping)
+	srv.AddCheck("redis", func(ctx context.Context) error { return d.rdb.Ping(ctx).Err() })
 	srv.AddCheck("nats", func(context.Context) error {
-		if !conn.NC.IsConnected() {
+		if !d.conn.NC.IsConnected() {
 			return errors.New("not connected")
 		}
 		return nil
 	})
 	if err := srv.Listen(); err != nil {
-		return err
+		return nil, err
 	}
+	return srv, nil
+}
 
-	var runners []func(context.Context) error
-	// Services with consumers say when they are really taking work.
-	var readies []<-chan struct{}
+// buildServices builds the services asked for, in order, and returns
+// their Run functions and, for services with consumers, the channels that
+// close when they are really taking work.
+func buildServices(ctx context.Context, cfg Config, services []Service, d *deps, srv *ops.Server,
+	logger *slog.Logger) (runners []func(context.Context) error, readies []<-chan struct{}, err error) {
 	for _, s := range services {
 		switch s {
 		case Submitter:
-			ids, err := idgen.New(cfg.NodeID)
+			run, err := newSubmitter(cfg, d, srv, logger)
 			if err != nil {
-				return err
+				return nil, nil, err
 			}
-			scfg := cfg.Submitter
-			scfg.Node = cfg.Node
-			sub := submitter.New(scfg, st.WithActor("submitter@"+cfg.Node), ids, clk, logger)
-			sub.ServeNodes(rdb, k, cfg.Executor.HeartbeatInterval, cfg.Shards)
-			sub.Routes(srv.Mux)
-			runners = append(runners, sub.Run)
+			runners = append(runners, run)
 		case Timer:
 			tcfg := cfg.Timer
 			if tcfg.Dispatch == nil {
-				tcfg.Dispatch = send
+				tcfg.Dispatch = d.send
 			}
-			tm := timer.New(tcfg, st.WithActor("timer@"+cfg.Node), rdb, k, conn, logger)
+			tm := timer.New(tcfg, d.st.WithActor("timer@"+cfg.Node), d.rdb, d.keys, d.conn, logger)
 			readies = append(readies, tm.Ready())
 			runners = append(runners, tm.Run)
 		case Dispatcher:
 			dcfg := cfg.Dispatcher
 			if dcfg.Dispatch == nil {
-				dcfg.Dispatch = send
+				dcfg.Dispatch = d.send
 			}
-			d := dispatcher.New(dcfg, st.WithActor("dispatcher@"+cfg.Node), rdb, k, conn, clk, logger)
-			readies = append(readies, d.Ready())
-			runners = append(runners, d.Run)
+			ds := dispatcher.New(dcfg, d.st.WithActor("dispatcher@"+cfg.Node), d.rdb, d.keys, d.conn, d.clk, logger)
+			readies = append(readies, ds.Ready())
+			runners = append(runners, ds.Run)
 		case Executor:
-			ecfg := cfg.Executor
-			ecfg.Node = cfg.Node
-			ecfg.Addr = srv.Addr()
-			types := slices.Clone(cfg.Types)
-			if cfg.NATSTypes != nil {
-				types = append(types, cfg.NATSTypes(conn.NC)...)
-			}
-			if len(types) == 0 {
-				return errors.New("executor: no task types to serve: register handlers, give --webhook TYPE=URL, or --builtins for the demonstration types")
-			}
-			ex, err := executor.New(ecfg, st.WithActor("executor@"+cfg.Node), rdb, k, conn, clk, logger, types)
+			ex, err := newExecutor(ctx, cfg, d, srv, logger)
 			if err != nil {
-				return err
-			}
-			if err := ex.Register(ctx); err != nil {
-				return err
+				return nil, nil, err
 			}
 			readies = append(readies, ex.Ready())
 			runners = append(runners, ex.Run)
 		case Reaper:
-			runners = append(runners, reaper.New(cfg.Reaper, st.WithActor("reaper@"+cfg.Node), rdb, k, clk, logger).WithWork(conn.JS).Run)
+			rp := reaper.New(cfg.Reaper, d.st.WithActor("reaper@"+cfg.Node), d.rdb, d.keys, d.clk, logger)
+			runners = append(runners, rp.WithWork(d.conn.JS).Run)
 		}
 	}
+	return runners, readies, nil
+}
 
-	// Ready means taking work: every consumer declared and pulled.
-	srv.AddCheck("services", func(context.Context) error {
+func newSubmitter(cfg Config, d *deps, srv *ops.Server, logger *slog.Logger) (func(context.Context) error, error) {
+	ids, err := idgen.New(cfg.NodeID)
+	if err != nil {
+		return nil, err
+	}
+	scfg := cfg.Submitter
+	scfg.Node = cfg.Node
+	scfg.TypeCacheClock = cfg.TypeCacheClock
+	sub := submitter.New(scfg, d.st.WithActor("submitter@"+cfg.Node), ids, d.clk, logger)
+	sub.ServeNodes(d.rdb, d.keys, cfg.Executor.HeartbeatInterval, cfg.Shards)
+	sub.Routes(srv.Mux)
+	return sub.Run, nil
+}
+
+func newExecutor(ctx context.Context, cfg Config, d *deps, srv *ops.Server, logger *slog.Logger) (*executor.Executor, error) {
+	ecfg := cfg.Executor
+	ecfg.Node = cfg.Node
+	ecfg.Addr = srv.Addr()
+	ecfg.TypeCacheClock = cfg.TypeCacheClock
+	types := slices.Clone(cfg.Types)
+	if cfg.NATSTypes != nil {
+		types = append(types, cfg.NATSTypes(d.conn.NC)...)
+	}
+	if len(types) == 0 {
+		return nil, errors.New("executor: no task types to serve: register handlers, give --webhook TYPE=URL, or --builtins for the demonstration types")
+	}
+	ex, err := executor.New(ecfg, d.st.WithActor("executor@"+cfg.Node), d.rdb, d.keys, d.conn, d.clk, logger, types)
+	if err != nil {
+		return nil, err
+	}
+	if err := ex.Register(ctx); err != nil {
+		return nil, err
+	}
+	return ex, nil
+}
+
+// allReady is the health check that passes once every service with
+// consumers is taking work: every consumer declared and pulled.
+func allReady(readies []<-chan struct{}) func(context.Context) error {
+	return func(context.Context) error {
 		for _, r := range readies {
 			select {
 			case <-r:
@@ -271,8 +361,15 @@ func Run(ctx context.Context, cfg Config, services []Service, logger *slog.Logge
 			}
 		}
 		return nil
-	})
+	}
+}
 
+// runOrdered runs the infrastructure (HTTP server, dispatch routing, relay,
+// clock) and the services until ctx ends or a part fails, then shuts down
+// in order: the services stop taking work and finish what they hold, then
+// the relay flushes the last events and the HTTP server closes.
+func runOrdered(ctx context.Context, cfg Config, services []Service, d *deps, srv *ops.Server,
+	runners []func(context.Context) error, readies []<-chan struct{}, logger *slog.Logger) error {
 	// Infrastructure outlives the services so their last transfers are
 	// relayed and /readyz can report draining.
 	infraCtx, stopInfra := context.WithCancel(context.WithoutCancel(ctx))
@@ -284,11 +381,11 @@ func Run(ctx context.Context, cfg Config, services []Service, logger *slog.Logge
 		relayCfg.Holder = outbox.HolderName(cfg.Node)
 	}
 	if relayCfg.Dispatch == nil {
-		relayCfg.Dispatch = send
+		relayCfg.Dispatch = d.send
 	}
-	infra.Go(func() error { return send.Run(infraCtx) })
-	infra.Go(func() error { return outbox.New(relayCfg, st, conn, logger).Run(infraCtx) })
-	infra.Go(func() error { return clk.Run(infraCtx, time.Second) })
+	infra.Go(func() error { return d.send.Run(infraCtx) })
+	infra.Go(func() error { return outbox.New(relayCfg, d.st, d.conn, logger).Run(infraCtx) })
+	infra.Go(func() error { return d.clk.Run(infraCtx, time.Second) })
 
 	svcParent, stopServices := context.WithCancel(ctx)
 	defer stopServices()
@@ -296,19 +393,7 @@ func Run(ctx context.Context, cfg Config, services []Service, logger *slog.Logge
 	for _, r := range runners {
 		svc.Go(func() error { return r(svcCtx) })
 	}
-	go func() {
-		for _, r := range readies {
-			select {
-			case <-r:
-			case <-svcCtx.Done():
-				return
-			}
-		}
-		logger.Info("ax running", "services", services, "http", srv.Addr(), "nats", cfg.NATSURL, "node", cfg.Node)
-		if cfg.OnReady != nil {
-			cfg.OnReady(srv.Addr())
-		}
-	}()
+	go announceReady(svcCtx, cfg, services, srv, readies, logger)
 	// A failing infrastructure part (HTTP server, relay) stops everything.
 	go func() {
 		select {
@@ -326,4 +411,20 @@ func Run(ctx context.Context, cfg Config, services []Service, logger *slog.Logge
 	stopInfra()
 	infraErr := infra.Wait()
 	return errors.Join(svcErr, infraErr)
+}
+
+// announceReady logs, and calls cfg.OnReady, once every service is taking
+// work.
+func announceReady(ctx context.Context, cfg Config, services []Service, srv *ops.Server, readies []<-chan struct{}, logger *slog.Logger) {
+	for _, r := range readies {
+		select {
+		case <-r:
+		case <-ctx.Done():
+			return
+		}
+	}
+	logger.Info("ax running", "services", services, "http", srv.Addr(), "nats", cfg.NATSURL, "node", cfg.Node)
+	if cfg.OnReady != nil {
+		cfg.OnReady(srv.Addr())
+	}
 }

@@ -3,6 +3,9 @@ package app_test
 import (
 	"context"
 	"database/sql"
+	"fmt"
+	"io"
+	"net/http"
 	"path/filepath"
 	"strconv"
 	"sync"
@@ -26,12 +29,16 @@ import (
 // system is `ax up` wired in-process against real servers.
 type system struct {
 	api     *client.Client
+	addr    string // the HTTP address of the API and health checks
 	db      *sql.DB
 	dsn     string
 	natsURL string
 	redis   string
 	prefix  string
 	stop    func()
+	// caches is the clock the type settings caches of every instance
+	// expire by; expireTypeCaches skips it ahead.
+	caches *testenv.Clock
 }
 
 func startSystem(t *testing.T, redisAddr, prefix string, mutate func(*app.Config)) *system {
@@ -50,7 +57,7 @@ func startSystemWith(t *testing.T, services []app.Service, redisAddr, prefix str
 	require.NoError(t, err)
 	t.Cleanup(func() { db.Close() })
 	listen := "127.0.0.1:" + strconv.Itoa(testenv.FreePort(t))
-	s := runApp(t, services, func(c *app.Config) {
+	s := runApp(t, services, &testenv.Clock{}, func(c *app.Config) {
 		c.MySQLDSN, c.RedisAddr, c.RedisPrefix = dsn, redisAddr, prefix
 		c.EmbeddedNATS = true
 		c.Embedded = natsembed.Config{Listen: listen, StoreDir: filepath.Join(t.TempDir(), "nats")}
@@ -66,7 +73,7 @@ func startSystemWith(t *testing.T, services []app.Service, redisAddr, prefix str
 // second process, as far as the services can tell).
 func (s *system) join(t *testing.T, services []app.Service, mutate func(*app.Config)) *system {
 	t.Helper()
-	return runApp(t, services, func(c *app.Config) {
+	return runApp(t, services, s.caches, func(c *app.Config) {
 		c.MySQLDSN, c.RedisAddr, c.RedisPrefix, c.NATSURL = s.dsn, s.redis, s.prefix, s.natsURL
 		c.Node = "e2e-joined"
 		if mutate != nil {
@@ -75,13 +82,14 @@ func (s *system) join(t *testing.T, services []app.Service, mutate func(*app.Con
 	})
 }
 
-func runApp(t *testing.T, services []app.Service, mutate func(*app.Config)) *system {
+func runApp(t *testing.T, services []app.Service, caches *testenv.Clock, mutate func(*app.Config)) *system {
 	t.Helper()
 	ready := make(chan string, 1)
 	cfg := app.Config{
 		HTTPAddr: "127.0.0.1:0", Node: "e2e", NodeID: 7,
-		Types:   demo.Types(),
-		OnReady: func(addr string) { ready <- addr },
+		Types:          demo.Types(),
+		OnReady:        func(addr string) { ready <- addr },
+		TypeCacheClock: caches,
 	}
 	cfg.Timer.ReconcileInterval = time.Second
 	cfg.Timer.ReconcileGrace = 2 * time.Second
@@ -99,7 +107,7 @@ func runApp(t *testing.T, services []app.Service, mutate func(*app.Config)) *sys
 		cancel()
 		t.Fatal("ax did not start within 30s")
 	}
-	s := &system{api: client.New(addr)}
+	s := &system{api: client.New(addr), addr: addr, caches: caches}
 	var once sync.Once
 	s.stop = func() {
 		once.Do(func() {
@@ -115,6 +123,25 @@ func runApp(t *testing.T, services []app.Service, mutate func(*app.Config)) *sys
 	t.Cleanup(s.stop)
 	return s
 }
+
+// ready asks the process's readiness endpoint, which checks its MySQL,
+// Redis and NATS connections; nil means ready.
+func (s *system) ready() error {
+	res, err := http.Get("http://" + s.addr + "/readyz")
+	if err != nil {
+		return err
+	}
+	defer res.Body.Close()
+	body, _ := io.ReadAll(res.Body)
+	if res.StatusCode != http.StatusOK {
+		return fmt.Errorf("readyz %d: %s", res.StatusCode, body)
+	}
+	return nil
+}
+
+// expireTypeCaches makes every instance's cached type settings expire, so
+// that a type change made before it is seen by whatever comes after.
+func (s *system) expireTypeCaches() { s.caches.Skip(time.Hour) }
 
 func (s *system) countStatus(t *testing.T, status contracts.Status) int {
 	t.Helper()
@@ -246,26 +273,38 @@ func TestEndToEndThousandNoopTasks(t *testing.T) {
 func TestRedisLossLosesNoTask(t *testing.T) {
 	redisSrv := testenv.StartRedis(t)
 	sys := startSystem(t, redisSrv.Addr, "ax", nil)
+	ctx := context.Background()
 
+	// Batches make the setup short next to the delay, so every task is
+	// still waiting in Redis when it is wiped.
 	const n = 2000
-	due := time.Now().Add(10 * time.Second).UTC().Format(time.RFC3339Nano)
-	submitMany(t, sys.api, n, 16, contracts.SubmitRequest{Type: "ax.noop", RunAt: due})
+	due := time.Now().Add(15 * time.Second).UTC().Format(time.RFC3339Nano)
+	var batch contracts.BatchRequest
+	for range n / 2 {
+		batch.Tasks = append(batch.Tasks, contracts.SubmitRequest{Type: "ax.noop", RunAt: due})
+	}
+	for range 2 {
+		_, err := sys.api.SubmitBatch(ctx, batch)
+		require.NoError(t, err)
+	}
 	rdb := redis.NewClient(&redis.Options{Addr: redisSrv.Addr})
 	defer rdb.Close()
 	testenv.Eventually(t, 20*time.Second, "tasks indexed in Redis", func() bool {
 		total := int64(0)
 		for _, p := range contracts.Priorities {
-			total += rdb.ZCard(context.Background(), "ax:{sched}:lane:"+string(p)).Val()
+			total += rdb.ZCard(ctx, "ax:{sched}:lane:"+string(p)).Val()
 		}
 		return total == n
 	})
-	require.NoError(t, rdb.FlushAll(context.Background()).Err())
+	require.Zero(t, sys.countStatus(t, contracts.StatusRunning)+sys.countStatus(t, contracts.StatusSuccess),
+		"the wipe must come before the tasks are due")
+	require.NoError(t, rdb.FlushAll(ctx).Err())
 	redisSrv.Stop()
-	time.Sleep(300 * time.Millisecond)
+	testenv.Eventually(t, 10*time.Second, "the process sees Redis gone", func() bool {
+		return sys.ready() != nil
+	})
 	redisSrv.Start()
 
-	require.Zero(t, sys.countStatus(t, contracts.StatusRunning)+sys.countStatus(t, contracts.StatusSuccess),
-		"the flush happened before the tasks were due")
 	testenv.Eventually(t, 90*time.Second, "all tasks SUCCESS", func() bool {
 		return sys.countStatus(t, contracts.StatusSuccess) == n
 	})

@@ -50,7 +50,7 @@ func TestFlakyTaskRetriesWithBackoffThenSucceeds(t *testing.T) {
 	ctx := context.Background()
 	_, err := sys.api.UpdateType(ctx, "ax.flaky", contracts.TaskTypeUpdate{BackoffBase: ptr("100ms"), BackoffCap: ptr("1s")})
 	require.NoError(t, err)
-	time.Sleep(2200 * time.Millisecond) // executor settings cache
+	sys.expireTypeCaches()
 
 	task, err := sys.api.Submit(ctx, contracts.SubmitRequest{Type: "ax.flaky", Payload: json.RawMessage(`{"fail_times":2}`)})
 	require.NoError(t, err)
@@ -85,7 +85,7 @@ func TestFailuresEndInDeadLettersAndCanBeRerun(t *testing.T) {
 	ctx := context.Background()
 	_, err := sys.api.UpdateType(ctx, "ax.flaky", contracts.TaskTypeUpdate{BackoffBase: ptr("50ms")})
 	require.NoError(t, err)
-	time.Sleep(2200 * time.Millisecond)
+	sys.expireTypeCaches()
 
 	// Out of retries: 1 retry, 3 failures planned.
 	exhausted, err := sys.api.Submit(ctx, contracts.SubmitRequest{Type: "ax.flaky", MaxRetries: ptr(1),
@@ -139,7 +139,7 @@ func TestFailuresEndInDeadLettersAndCanBeRerun(t *testing.T) {
 	// Fail-silently types end FAILED without a dead letter.
 	_, err = sys.api.UpdateType(ctx, "ax.flaky", contracts.TaskTypeUpdate{FailSilently: ptr(true)})
 	require.NoError(t, err)
-	time.Sleep(2200 * time.Millisecond)
+	sys.expireTypeCaches()
 	quiet, err := sys.api.Submit(ctx, contracts.SubmitRequest{Type: "ax.flaky", MaxRetries: ptr(0),
 		Payload: json.RawMessage(`{"fail_times":1}`)})
 	require.NoError(t, err)
@@ -246,7 +246,7 @@ func TestBurstOverFullPoolLosesAndFailsNothing(t *testing.T) {
 	const pool = 2
 	_, err := sys.api.UpdateType(ctx, "ax.sleep", contracts.TaskTypeUpdate{Concurrency: ptr(pool)})
 	require.NoError(t, err)
-	time.Sleep(2200 * time.Millisecond)
+	sys.expireTypeCaches()
 	before := testutil.ToFloat64(metrics.ExecutorRejections.WithLabelValues("ax.sleep"))
 
 	const n = 20 * pool

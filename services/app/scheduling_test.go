@@ -178,7 +178,7 @@ func TestClusterConcurrencyLimit(t *testing.T) {
 			c.Types[i].Concurrency = 10
 		}
 	})
-	time.Sleep(2500 * time.Millisecond) // let both executors' settings caches expire
+	sys.expireTypeCaches()
 
 	const n = 30
 	submitMany(t, sys.api, n, 8, contracts.SubmitRequest{Type: "ax.sleep", Payload: json.RawMessage(`{"ms":150}`)})
@@ -254,7 +254,7 @@ func TestPausedTypeWaitsAndResumesInOrder(t *testing.T) {
 	yes, no := true, false
 	_, err := sys.api.UpdateType(ctx, "ax.noop", contracts.TaskTypeUpdate{Paused: &yes})
 	require.NoError(t, err)
-	time.Sleep(1200 * time.Millisecond) // the dispatcher's type cache lives one second
+	sys.expireTypeCaches()
 
 	for _, p := range []string{"low", "normal", "high"} {
 		submitMany(t, sys.api, 20, 4, contracts.SubmitRequest{Type: "ax.noop", Priority: p})

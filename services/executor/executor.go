@@ -113,6 +113,10 @@ type Config struct {
 	HeartbeatInterval time.Duration
 	// Addr is reported in heartbeats: where the node's /metrics is served.
 	Addr string
+	// TypeCacheClock is the clock the cache of type settings expires by
+	// (nil: the local clock); tests advance a fake one instead of waiting
+	// the cache's TTL out.
+	TypeCacheClock clock.Clock
 }
 
 func (c *Config) defaults() {
@@ -178,7 +182,7 @@ func New(cfg Config, st *store.Store, rdb redis.UniversalClient, k keys.Keys, co
 	e := &Executor{cfg: cfg, store: st, rdb: rdb, keys: k, conn: conn, clock: clk,
 		logger: logger.With("service", "executor", "node", cfg.Node),
 		types:  map[string]*pool{}, running: map[int64]*run{},
-		typeSettings: store.NewTypeCache(st, typeCacheTTL), ready: ready.New(1)}
+		typeSettings: store.NewTypeCache(st, typeCacheTTL, cfg.TypeCacheClock), ready: ready.New(1)}
 	for _, ts := range types {
 		if err := contracts.ValidateTypeName(ts.Name); err != nil {
 			return nil, err

@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/cenkalti/backoff/v4"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/axsched/ax/contracts"
@@ -297,30 +298,34 @@ func (e *Executor) claim(ctx context.Context, p *pool, h *head) (*run, error) {
 	return r, nil
 }
 
+// errPoolFull is a try that found the type's cluster-wide running set full.
+var errPoolFull = errors.New("concurrency pool full")
+
 // acquireLimit tries for a short while to take a member of the type's
-// cluster-wide running set.
+// cluster-wide running set: again after 10 ms, doubling to 100 ms, for at
+// most limitWait.
 func (e *Executor) acquireLimit(ctx context.Context, r *run, limit int) (bool, error) {
 	member := r.limitMember()
-	deadline := time.Now().Add(limitWait)
-	wait := 10 * time.Millisecond
-	for {
+	b := backoff.WithContext(backoff.NewExponentialBackOff(
+		backoff.WithInitialInterval(10*time.Millisecond), backoff.WithMaxInterval(100*time.Millisecond),
+		backoff.WithRandomizationFactor(0), backoff.WithMaxElapsedTime(limitWait)), ctx)
+	err := backoff.Retry(func() error {
 		ok, err := acquireLimitScript.Run(ctx, e.rdb, []string{r.limitKey}, member, limit, r.lockTTL.Milliseconds()).Int()
-		if err != nil {
-			return false, fmt.Errorf("concurrency slot for %s: %w", r.task.Type, err)
+		switch {
+		case err != nil:
+			return backoff.Permanent(fmt.Errorf("concurrency slot for %s: %w", r.task.Type, err))
+		case ok != 1:
+			return errPoolFull
 		}
-		if ok == 1 {
-			return true, nil
-		}
-		if time.Now().After(deadline) {
-			return false, nil
-		}
-		select {
-		case <-ctx.Done():
-			return false, ctx.Err()
-		case <-time.After(wait):
-		}
-		wait = min(wait*2, 100*time.Millisecond)
+		return nil
+	}, b)
+	switch {
+	case errors.Is(err, errPoolFull):
+		return false, nil
+	case err != nil:
+		return false, err
 	}
+	return true, nil
 }
 
 // requeue hands a task back when its type's pool is full: READY ->
@@ -397,7 +402,7 @@ func (e *Executor) callHandler(ctx context.Context, h Handler, r *run) error {
 	go func() {
 		defer func() {
 			if v := recover(); v != nil {
-				done <- fmt.Errorf("handler panic: %v\n%s", v, truncate(string(debug.Stack()), 1500))
+				done <- fmt.Errorf("handler panic: %v\n%s", v, store.Truncate(string(debug.Stack()), 1500))
 			}
 		}()
 		t := r.task
@@ -486,11 +491,4 @@ func (e *Executor) track(r *run, add bool) {
 	} else if e.running[r.task.ID] == r {
 		delete(e.running, r.task.ID)
 	}
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "..."
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/axsched/ax/services/internal/metrics"
 	"github.com/axsched/ax/services/internal/store"
 )
 
@@ -54,6 +55,9 @@ func (s *Submitter) createOne(ctx context.Context, nt store.NewTask) (*store.Tas
 		task, dedup, err := s.store.CreateTask(ctx, nt)
 		if errors.Is(err, store.ErrIDTaken) {
 			continue
+		}
+		if err == nil {
+			metrics.SubmitCommits.Inc()
 		}
 		return task, dedup, err
 	}
@@ -108,6 +112,9 @@ func (s *Submitter) commitGroup(batch []*createReq) {
 	}
 	if errors.Is(err, store.ErrIDTaken) {
 		err = errIDCollisions
+	}
+	if err == nil {
+		metrics.SubmitCommits.Inc()
 	}
 	for i, r := range batch {
 		if err != nil {

@@ -10,22 +10,27 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
 
 	"github.com/axsched/ax/contracts"
+	"github.com/axsched/ax/services/internal/metrics"
+	"github.com/axsched/ax/services/internal/testenv"
 )
 
 // TestConcurrentSubmissionsShareTransactionsCorrectly: with Run running,
 // 200 concurrent single submissions (a quarter of them racing on the same
-// five biz_keys) each get the answer one-by-one creation would give: a new
-// task with its history row and event, or the one task of its key.
+// five biz_keys) share far fewer transactions than there are submissions,
+// and each gets the answer one-by-one creation would give: a new task with
+// its history row and event, or the one task of its key.
 func TestConcurrentSubmissionsShareTransactionsCorrectly(t *testing.T) {
 	f := newFixture(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- f.sub.Run(ctx) }()
 	t.Cleanup(func() { cancel(); <-done })
-	time.Sleep(50 * time.Millisecond) // Run is coalescing
+	testenv.Eventually(t, 5*time.Second, "Run coalescing", f.sub.Coalescing)
+	commitsBefore := testutil.ToFloat64(metrics.SubmitCommits)
 
 	const n = 200
 	type answer struct {
@@ -48,6 +53,12 @@ func TestConcurrentSubmissionsShareTransactionsCorrectly(t *testing.T) {
 		})
 	}
 	wg.Wait()
+	// While one transaction commits, the submissions that arrive meanwhile
+	// queue for the next; one transaction each would be n.
+	commits := testutil.ToFloat64(metrics.SubmitCommits) - commitsBefore
+	t.Logf("%d submissions in %.0f transactions", n, commits)
+	require.Positive(t, commits)
+	require.Less(t, commits, float64(n/2), "concurrent submissions must share transactions")
 
 	byKey := map[string]string{}
 	created := map[string]bool{}

@@ -44,6 +44,10 @@ type Config struct {
 	MaxPayload int64
 	// MaxHorizon is how far ahead a task may be scheduled.
 	MaxHorizon time.Duration
+	// TypeCacheClock is the clock the cache of type settings expires by
+	// (nil: the local clock); tests advance a fake one instead of waiting
+	// the cache's TTL out.
+	TypeCacheClock clock.Clock
 }
 
 // Submitter serves the task API.
@@ -71,7 +75,7 @@ func New(cfg Config, st *store.Store, ids *idgen.Generator, clk clock.Clock, log
 		cfg.MaxHorizon = MaxHorizonDefault
 	}
 	// A changed type default reaches new submissions within a second.
-	return &Submitter{types: store.NewTypeCache(st, time.Second), cfg: cfg, store: st, ids: ids, clock: clk, logger: logger.With("service", "submitter"),
+	return &Submitter{types: store.NewTypeCache(st, time.Second, cfg.TypeCacheClock), cfg: cfg, store: st, ids: ids, clock: clk, logger: logger.With("service", "submitter"),
 		creates: make(chan *createReq), stopped: make(chan struct{})}
 }
 

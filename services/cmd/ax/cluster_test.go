@@ -162,10 +162,54 @@ func TestGracefulScaleIn(t *testing.T) {
 		return nodes["exec-a"] && nodes["exec-b"]
 	})
 
-	// Every tenth task sleeps 8 s, longer than exec-a's shutdown timeout;
-	// the rest sleep 1 s. The type's 5 min timeout makes each lease 301 s,
-	// so only a hand-back, not a lease expiry, can move a task in time.
 	const n = 500
+	long := submitMixedSleeps(t, c, n)
+	testenv.Eventually(t, 120*time.Second, "long tasks running on exec-a, work done and work queued", func() bool {
+		return c.count(t, "status = 'SUCCESS'") >= 50 && c.count(t, "status = 'READY'") >= 100 && c.longRunningOn(t, "exec-a", long) >= 1
+	})
+	running := c.count(t, "status = 'RUNNING' AND executor_addr = 'exec-a'")
+	longOnA := c.longRunningOn(t, "exec-a", long)
+	queued := c.count(t, "status = 'READY'")
+
+	before := shardsOf(t, c.api, "ax.sleep")
+	require.NotEmpty(t, before["exec-a"], "exec-a owns shards of ax.sleep")
+	require.NotEmpty(t, before["exec-b"], "exec-b owns shards of ax.sleep")
+	require.Len(t, append(slices.Clone(before["exec-a"]), before["exec-b"]...), 64, "the two nodes share the 64 shards")
+
+	termed, left, exited := terminateExecutor(t, c, leaving, "exec-b")
+	// What exec-a did not finish, exec-b must.
+	unfinished := c.ids(t, "status <> 'SUCCESS'")
+
+	testenv.Eventually(t, 150*time.Second, "all tasks SUCCESS", func() bool {
+		return c.count(t, "status = 'SUCCESS'") == n
+	})
+	for _, id := range unfinished {
+		require.Equal(t, 1, c.count(t, "id = ? AND executor_addr = 'exec-b'", id), "task %d unfinished at exec-a's exit", id)
+	}
+	after := shardsOf(t, c.api, "ax.sleep")
+	require.NotContains(t, after, "exec-a")
+	require.Len(t, after["exec-b"], 64, "exec-a's shards moved to the survivor")
+
+	handedBack := c.requireHandedBackOnlyBy(t, "exec-a", long)
+	require.Positive(t, handedBack, "the long tasks running on exec-a at its timeout were handed back")
+	// Deliveries beyond one per dispatched message are redeliveries.
+	redelivered := int64(deliveries(t, c.natsURL, "ax.sleep")) - int64(metric(t, disp.addr, "ax_dispatcher_dispatched_total", `type="ax.sleep"`))
+
+	t.Logf("SIGTERM with %d tasks running on exec-a (%d of them 8 s long) and %d READY: exec-a left GET /v1/nodes after %s "+
+		"and exited 0 after %s (shutdown timeout 3 s); %d RUNNING tasks handed back to READY at the timeout; "+
+		"%d JetStream redeliveries (fetched messages handed back with Nak, or claims retried); "+
+		"%d tasks unfinished at exit, all finished by exec-b; all %d SUCCESS %s after SIGTERM",
+		running, longOnA, queued, left.Round(time.Millisecond), exited.Round(10*time.Millisecond), handedBack,
+		redelivered, len(unfinished), n, time.Since(termed).Round(100*time.Millisecond))
+}
+
+// submitMixedSleeps submits n ax.sleep tasks in one batch and returns the
+// IDs of the long ones. Every tenth task sleeps 8 s, longer than exec-a's
+// shutdown timeout; the rest sleep 1 s. The type's 5 min timeout makes each
+// lease 301 s, so only a hand-back, not a lease expiry, can move a task in
+// time.
+func submitMixedSleeps(t *testing.T, c *cluster, n int) (long map[string]bool) {
+	t.Helper()
 	req := contracts.BatchRequest{Tasks: make([]contracts.SubmitRequest, n)}
 	for i := range req.Tasks {
 		ms := 1000
@@ -180,47 +224,41 @@ func TestGracefulScaleIn(t *testing.T) {
 	resp, err := c.api.SubmitBatch(context.Background(), req)
 	require.NoError(t, err)
 	require.Equal(t, n, resp.Created)
-	long := map[string]bool{}
+	long = map[string]bool{}
 	for i, r := range resp.Results {
 		if i%10 == 0 {
 			long[r.Task.ID] = true
 		}
 	}
-	longRunningOnA := func() int {
-		rows, err := c.db.Query(`SELECT id FROM tasks WHERE status = 'RUNNING' AND executor_addr = 'exec-a'`)
-		require.NoError(t, err)
-		defer rows.Close()
-		k := 0
-		for rows.Next() {
-			var id string
-			require.NoError(t, rows.Scan(&id))
-			if long[id] {
-				k++
-			}
+	return long
+}
+
+// longRunningOn counts the long tasks RUNNING on node.
+func (c *cluster) longRunningOn(t *testing.T, node string, long map[string]bool) int {
+	t.Helper()
+	k := 0
+	for _, id := range c.ids(t, "status = 'RUNNING' AND executor_addr = ?", node) {
+		if long[strconv.FormatInt(id, 10)] {
+			k++
 		}
-		return k
 	}
-	testenv.Eventually(t, 120*time.Second, "long tasks running on exec-a, work done and work queued", func() bool {
-		return c.count(t, "status = 'SUCCESS'") >= 50 && c.count(t, "status = 'READY'") >= 100 && longRunningOnA() >= 1
-	})
-	running := c.count(t, "status = 'RUNNING' AND executor_addr = 'exec-a'")
-	longOnA := longRunningOnA()
-	queued := c.count(t, "status = 'READY'")
+	return k
+}
 
-	before := shardsOf(t, c.api, "ax.sleep")
-	require.NotEmpty(t, before["exec-a"], "exec-a owns shards of ax.sleep")
-	require.NotEmpty(t, before["exec-b"], "exec-b owns shards of ax.sleep")
-	require.Len(t, append(slices.Clone(before["exec-a"]), before["exec-b"]...), 64, "the two nodes share the 64 shards")
-
+// terminateExecutor sends SIGTERM to an executor and waits for it to leave
+// GET /v1/nodes (while survivor stays) and then to exit 0, which it must do
+// in that order. It returns when the signal went and how long after it the
+// executor left and exited.
+func terminateExecutor(t *testing.T, c *cluster, leaving *proc, survivor string) (termed time.Time, left, exited time.Duration) {
+	t.Helper()
 	require.NoError(t, leaving.cmd.Process.Signal(syscall.SIGTERM))
-	termed := time.Now()
-	var left time.Duration
-	testenv.Eventually(t, 10*time.Second, "exec-a gone from GET /v1/nodes", func() bool {
+	termed = time.Now()
+	testenv.Eventually(t, 10*time.Second, leaving.name+" gone from GET /v1/nodes", func() bool {
 		nodes := nodeNames(t, c.api)
-		if _, ok := nodes["exec-a"]; ok {
+		if _, ok := nodes[leaving.name]; ok {
 			return false
 		}
-		require.True(t, nodes["exec-b"], "the survivor stays listed and alive")
+		require.True(t, nodes[survivor], "the survivor stays listed and alive")
 		left = time.Since(termed)
 		return true
 	})
@@ -229,24 +267,19 @@ func TestGracefulScaleIn(t *testing.T) {
 	case exitErr = <-leaving.done:
 		leaving.done <- exitErr
 	case <-time.After(60 * time.Second):
-		t.Fatal("exec-a did not exit within 60 s of SIGTERM")
+		t.Fatalf("%s did not exit within 60 s of SIGTERM", leaving.name)
 	}
-	exited := time.Since(termed)
-	require.NoError(t, exitErr, "exec-a exit status")
-	require.Less(t, left, exited, "exec-a left the registry before it finished draining")
-	// What exec-a did not finish, exec-b must.
-	unfinished := c.ids(t, "status <> 'SUCCESS'")
+	exited = time.Since(termed)
+	require.NoError(t, exitErr, "%s exit status", leaving.name)
+	require.Less(t, left, exited, "%s left the registry before it finished draining", leaving.name)
+	return termed, left, exited
+}
 
-	testenv.Eventually(t, 150*time.Second, "all tasks SUCCESS", func() bool {
-		return c.count(t, "status = 'SUCCESS'") == n
-	})
-	for _, id := range unfinished {
-		require.Equal(t, 1, c.count(t, "id = ? AND executor_addr = 'exec-b'", id), "task %d unfinished at exec-a's exit", id)
-	}
-	after := shardsOf(t, c.api, "ax.sleep")
-	require.NotContains(t, after, "exec-a")
-	require.Len(t, after["exec-b"], 64, "exec-a's shards moved to the survivor")
-
+// requireHandedBackOnlyBy checks every task's history: it succeeded once,
+// every run but the last ended in a hand-back by the leaving node, and only
+// long tasks were handed back. It returns the number of hand-backs.
+func (c *cluster) requireHandedBackOnlyBy(t *testing.T, node string, long map[string]bool) int {
+	t.Helper()
 	handedBack := 0
 	for id, h := range c.histories(t) {
 		runs, successes, backs := 0, 0, 0
@@ -263,8 +296,8 @@ func TestGracefulScaleIn(t *testing.T) {
 				successes++
 			case r.from == "RUNNING" && r.to == "READY":
 				backs++
-				require.Equal(t, "exec-a shut down before the task finished", r.reason, "task %d: only the leaving node hands tasks back", id)
-				require.Equal(t, "executor@exec-a", r.actor)
+				require.Equal(t, node+" shut down before the task finished", r.reason, "task %d: only the leaving node hands tasks back", id)
+				require.Equal(t, "executor@"+node, r.actor)
 			}
 		}
 		require.Equal(t, 1, successes, "task %d: %v", id, seq)
@@ -275,19 +308,9 @@ func TestGracefulScaleIn(t *testing.T) {
 		}
 		handedBack += backs
 	}
-	require.Positive(t, handedBack, "the long tasks running on exec-a at its timeout were handed back")
-	// Deliveries beyond one per dispatched message are redeliveries.
-	redelivered := int64(deliveries(t, c.natsURL, "ax.sleep")) - int64(metric(t, disp.addr, "ax_dispatcher_dispatched_total", `type="ax.sleep"`))
-
-	t.Logf("SIGTERM with %d tasks running on exec-a (%d of them 8 s long) and %d READY: exec-a left GET /v1/nodes after %s "+
-		"and exited 0 after %s (shutdown timeout 3 s); %d RUNNING tasks handed back to READY at the timeout; "+
-		"%d JetStream redeliveries (fetched messages handed back with Nak, or claims retried); "+
-		"%d tasks unfinished at exit, all finished by exec-b; all %d SUCCESS %s after SIGTERM",
-		running, longOnA, queued, left.Round(time.Millisecond), exited.Round(10*time.Millisecond), handedBack,
-		redelivered, len(unfinished), n, time.Since(termed).Round(100*time.Millisecond))
+	return handedBack
 }
 
-// ids returns the IDs of the tasks matching where.
 func (c *cluster) ids(t *testing.T, where string, args ...any) []int64 {
 	t.Helper()
 	rows, err := c.db.Query("SELECT id FROM tasks WHERE "+where, args...)

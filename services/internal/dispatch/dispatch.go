@@ -57,6 +57,10 @@ type Config struct {
 	Heartbeat time.Duration
 	// Shards is the shard count of the types' rings (0: 64).
 	Shards int
+	// TypeCacheClock is the clock the cache of type settings expires by
+	// (nil: the local clock); tests advance a fake one instead of waiting
+	// the cache's TTL out.
+	TypeCacheClock clock.Clock
 }
 
 // Task is one task to hand on, on a lane.
@@ -81,7 +85,7 @@ func New(cfg Config, st *store.Store, rdb redis.UniversalClient, k keys.Keys, cl
 	return &Sender{
 		router: route.NewRouter(rdb, k.Nodes(), clk, cfg.Heartbeat, ring.Config{Shards: cfg.Shards}, logger),
 		// A pause or resume reaches dispatch within a second.
-		types: store.NewTypeCache(st, time.Second),
+		types: store.NewTypeCache(st, time.Second, cfg.TypeCacheClock),
 		store: st, rdb: rdb, keys: k, clock: clk, logger: logger,
 	}
 }

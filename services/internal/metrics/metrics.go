@@ -14,6 +14,12 @@ var (
 	TasksSubmitted = promauto.NewCounterVec(prometheus.CounterOpts{
 		Name: "ax_tasks_submitted_total", Help: "Tasks accepted by the submitter.",
 	}, []string{"type", "deduplicated"})
+	// SubmitCommits counts the submitter's transactions of single
+	// submissions: concurrent submissions share one (group commit), so
+	// under load it grows much more slowly than the submissions do.
+	SubmitCommits = promauto.NewCounter(prometheus.CounterOpts{
+		Name: "ax_submitter_commits_total", Help: "Transactions that committed single submissions (several share one under load).",
+	})
 	// Transfers counts committed state transfers by target state.
 	Transfers = promauto.NewCounterVec(prometheus.CounterOpts{
 		Name: "ax_transfers_total", Help: "Committed task state transfers by target state.",

@@ -43,6 +43,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/cenkalti/backoff/v4"
 	"github.com/nats-io/nats.go"
 
 	"github.com/axsched/ax/events"
@@ -60,6 +61,10 @@ const (
 	// heldRetry is how soon a pass held back by a hole in the history IDs
 	// looks again.
 	heldRetry = 10 * time.Millisecond
+	// failedPassWait is the pause after a failed pass, doubled after each
+	// further failure up to failedPassWaitMax.
+	failedPassWait    = 100 * time.Millisecond
+	failedPassWaitMax = 5 * time.Second
 )
 
 // Config tunes the relay.
@@ -153,29 +158,9 @@ func (r *Relay) Run(ctx context.Context) error {
 	}
 	ticker := time.NewTicker(r.cfg.PollInterval)
 	defer ticker.Stop()
-	backoff := 100 * time.Millisecond
 	outbox := true // the first pass looks at the outbox too
 	for {
-		n, held, err := r.pass(ctx, outbox)
-		switch {
-		case err != nil && store.IsDeadlock(err) && ctx.Err() == nil:
-			// Relay replicas deleting neighbouring rows can deadlock; the
-			// victim rolled back cleanly and simply goes again.
-			metrics.OutboxErrors.Inc()
-			r.logger.Debug("relay pass was a deadlock victim; retrying", "err", err)
-			continue
-		case err != nil && ctx.Err() == nil:
-			metrics.OutboxErrors.Inc()
-			r.logger.Warn("relay pass failed; retrying", "err", err, "retry_in", backoff)
-			select {
-			case <-ctx.Done():
-			case <-time.After(backoff):
-			}
-			backoff = min(backoff*2, 5*time.Second)
-			continue
-		case err == nil:
-			backoff = 100 * time.Millisecond
-		}
+		n, held := r.passUntilDone(ctx, outbox)
 		outbox = false
 		if n >= r.cfg.Batch {
 			continue // more waiting; no sleep
@@ -206,6 +191,33 @@ func (r *Relay) Run(ctx context.Context) error {
 			}
 		}
 	}
+}
+
+// passUntilDone makes a pass, going again until one succeeds or ctx ends,
+// and returns what the successful pass relayed. A deadlock victim goes again
+// at once: relay replicas deleting neighbouring outbox rows can deadlock,
+// and the victim rolled back cleanly. Any other failure (MySQL or NATS
+// unreachable) waits 100 ms, doubling to 5 s, before the next try; there is
+// no jitter, as one relay at a time holds the history lease.
+func (r *Relay) passUntilDone(ctx context.Context, outbox bool) (n int, held bool) {
+	b := backoff.WithContext(backoff.NewExponentialBackOff(
+		backoff.WithInitialInterval(failedPassWait), backoff.WithMaxInterval(failedPassWaitMax),
+		backoff.WithRandomizationFactor(0), backoff.WithMaxElapsedTime(0)), ctx)
+	_ = backoff.RetryNotify(func() error {
+		for {
+			var err error
+			n, held, err = r.pass(ctx, outbox)
+			if err == nil || ctx.Err() != nil || !store.IsDeadlock(err) {
+				return err
+			}
+			metrics.OutboxErrors.Inc()
+			r.logger.Debug("relay pass was a deadlock victim; retrying", "err", err)
+		}
+	}, b, func(err error, wait time.Duration) {
+		metrics.OutboxErrors.Inc()
+		r.logger.Warn("relay pass failed; retrying", "err", err, "retry_in", wait)
+	})
+	return n, held
 }
 
 // wakeHolder tells the relay holding the lease, in whatever process, that

@@ -9,8 +9,6 @@ import (
 	"math/rand/v2"
 	"time"
 
-	"github.com/cenkalti/backoff/v4"
-
 	"github.com/axsched/ax/contracts"
 	"github.com/axsched/ax/services/internal/store"
 )
@@ -25,6 +23,13 @@ const (
 // plus a random 0-50 % of it, so retries of many tasks that failed together
 // spread out instead of returning as a herd. jitter returns [0, 1); nil
 // means math/rand.
+//
+// It is computed here rather than with backoff.ExponentialBackOff: the delay
+// is stored as the task's due time and honoured by the timer, not slept on,
+// so it must be a pure function of the retry number and the jitter source
+// (the library's BackOff is a stateful iterator stepped once per wait), and
+// its jitter is upwards only (the library's is symmetric around the
+// interval and draws from its own random source).
 func Delay(n int, base, cap time.Duration, jitter func() float64) time.Duration {
 	if base <= 0 {
 		base = BaseDefault
@@ -32,19 +37,12 @@ func Delay(n int, base, cap time.Duration, jitter func() float64) time.Duration 
 	if cap < base {
 		cap = base
 	}
-	b := &backoff.ExponentialBackOff{
-		InitialInterval:     base,
-		RandomizationFactor: 0, // jitter is added below, only upwards
-		Multiplier:          2,
-		MaxInterval:         cap,
-		MaxElapsedTime:      0,
-		Stop:                backoff.Stop,
-		Clock:               backoff.SystemClock,
-	}
-	b.Reset()
-	d := b.NextBackOff()
-	for range n {
-		d = b.NextBackOff()
+	d := cap
+	n = max(n, 0)
+	// Doubling n times stays under cap only while base·2ⁿ does; checking
+	// before shifting keeps a large n from overflowing.
+	if n < 63 && base <= cap>>n {
+		d = base << n
 	}
 	if jitter == nil {
 		jitter = rand.Float64

@@ -44,6 +44,8 @@ func TestDelayBounds(t *testing.T) {
 		{1, time.Second, time.Minute, zero, 2 * time.Second},
 		{3, 100 * time.Millisecond, time.Minute, zero, 800 * time.Millisecond},
 		{10, time.Second, 5 * time.Second, zero, 5 * time.Second},
+		{100, time.Second, time.Minute, zero, time.Minute},
+		{-1, time.Second, time.Minute, zero, time.Second},
 		{0, time.Second, time.Minute, almostOne, 1499999 * time.Microsecond},
 		{0, 0, 0, zero, retry.BaseDefault},
 	}

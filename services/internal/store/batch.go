@@ -310,7 +310,7 @@ func recordMany(ctx context.Context, tx *pipeTx, recs []transferRecord) ([]strin
 			prio = contracts.PriorityNormal.Rank()
 		}
 		history[i] = []any{r.taskID, string(r.from), string(r.to), r.attempt,
-			truncate(r.reason, 2048), truncate(r.actor, 255), // the columns' widths; actors can carry a caller-given name
+			Truncate(r.reason, 2048), Truncate(r.actor, 255), // the columns' widths; actors can carry a caller-given name
 			eventID, r.at, r.taskType, prio, r.nextRunTimeMs, r.rejected, routeCode(r.route)}
 	}
 	if err := insertRows(ctx, tx, `INSERT INTO task_history

@@ -45,7 +45,7 @@ type NewDeadLetter struct {
 func InsertDeadLetter(d NewDeadLetter) func(ctx context.Context, tx Execer) error {
 	return func(ctx context.Context, tx Execer) error {
 		_, err := tx.ExecContext(ctx, `INSERT INTO dead_letters (task_id, task_type, status, attempt, retry_count, last_error)
-			VALUES (?, ?, ?, ?, ?, ?)`, d.TaskID, d.Type, string(d.Status), d.Attempt, d.RetryCount, truncate(d.LastError, 8000))
+			VALUES (?, ?, ?, ?, ?, ?)`, d.TaskID, d.Type, string(d.Status), d.Attempt, d.RetryCount, Truncate(d.LastError, 8000))
 		if err != nil {
 			return fmt.Errorf("insert dead letter of task %d: %w", d.TaskID, err)
 		}
@@ -139,13 +139,13 @@ func (s *Store) RetryDeadLetter(ctx context.Context, id int64, actor string, due
 			TaskID: d.TaskID, From: d.Status, To: contracts.StatusRetrying, Attempt: &attempt,
 			ResetRetries: true, NextRunTimeMs: &dueMs, Actor: actor,
 			Reason: fmt.Sprintf("re-run from dead letter %d by %s after attempt %d ended %s: %s",
-				id, actor, d.Attempt, d.Status, truncate(d.LastError, 500)),
+				id, actor, d.Attempt, d.Status, Truncate(d.LastError, 500)),
 		})
 		if err != nil {
 			return err
 		}
 		now := s.now().UTC()
-		if _, err := tx.ExecContext(ctx, `UPDATE dead_letters SET retried_at = ?, retried_by = ? WHERE id = ?`, now, truncate(actor, 255), id); err != nil {
+		if _, err := tx.ExecContext(ctx, `UPDATE dead_letters SET retried_at = ?, retried_by = ? WHERE id = ?`, now, Truncate(actor, 255), id); err != nil {
 			return fmt.Errorf("mark dead letter %d re-run: %w", id, err)
 		}
 		d.RetriedAt, d.RetriedBy = &now, actor

@@ -4,10 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"time"
 	"unicode/utf8"
 
+	"github.com/cenkalti/backoff/v4"
 	"github.com/go-sql-driver/mysql"
 )
 
@@ -25,8 +25,7 @@ const (
 // locks for the duplicate check and then want insert-intention locks on the
 // same gap, so several waiters on a key (most of all when its holder rolls
 // back) deadlock among themselves. A victim has not run fn and wrote
-// nothing, so starting over is always safe; a short random pause lets the
-// waiters line up instead of colliding again.
+// nothing, so starting over is always safe.
 const (
 	onceTries      = 10
 	onceBackoff    = 5 * time.Millisecond
@@ -89,19 +88,29 @@ func (s *Store) Once(ctx context.Context, p OnceParams, fn func(ctx context.Cont
 	if err := p.validate(); err != nil {
 		return false, err
 	}
-	backoff := onceBackoff
-	for try := 1; ; try++ {
+	// Full jitter around each step (the library's default factor of 0.5)
+	// lets the waiters line up instead of colliding again.
+	b := backoff.WithContext(backoff.WithMaxRetries(backoff.NewExponentialBackOff(
+		backoff.WithInitialInterval(onceBackoff), backoff.WithMaxInterval(onceBackoffMax),
+		backoff.WithMaxElapsedTime(0)), onceTries-1), ctx)
+	var victim error // the last try's error when it was a deadlock victim
+	err = backoff.Retry(func() error {
 		ran, err = s.once(ctx, p, fn)
-		if err == nil || ran || !isDeadlockVictim(err) || try == onceTries {
-			return ran, err
+		victim = nil
+		switch {
+		case err == nil:
+			return nil
+		case ran || !isDeadlockVictim(err):
+			return backoff.Permanent(err)
 		}
-		select {
-		case <-ctx.Done():
-			return false, fmt.Errorf("once %s/%q: %w (after: %w)", p.Scope, p.Key, context.Cause(ctx), err)
-		case <-time.After(backoff/2 + rand.N(backoff)):
-		}
-		backoff = min(2*backoff, onceBackoffMax)
+		victim = err
+		return err
+	}, b)
+	if victim != nil && !errors.Is(err, victim) {
+		// ctx ended while waiting to start over.
+		return false, fmt.Errorf("once %s/%q: %w (after: %w)", p.Scope, p.Key, context.Cause(ctx), victim)
 	}
+	return ran, err
 }
 
 func (s *Store) once(ctx context.Context, p OnceParams, fn func(ctx context.Context) error) (ran bool, err error) {

@@ -12,7 +12,6 @@ import (
 
 	"github.com/axsched/ax/contracts"
 	"github.com/axsched/ax/events"
-	"github.com/axsched/ax/services/internal/metrics"
 )
 
 // Task is a row of the tasks table.
@@ -184,63 +183,13 @@ type NewTask struct {
 // CreateTask inserts a task with its first history row and event in one
 // transaction. When the (type, biz_key) pair exists already it returns the
 // existing task and dedup=true; the unique index decides, never a prior read.
+// It is CreateTasks with one item: one INSERT path for every creation.
 func (s *Store) CreateTask(ctx context.Context, nt NewTask) (task *Task, dedup bool, err error) {
-	if !contracts.CanTransition(contracts.StatusNone, nt.Status) {
-		return nil, false, &IllegalTransitionError{From: contracts.StatusNone, To: nt.Status}
-	}
-	actor := s.actorOr(nt.Actor)
-	at := s.now().UTC()
-	err = s.inTx(ctx, func(tx *pipeTx) error {
-		var bizKey any
-		if nt.BizKey != nil {
-			bizKey = []byte(*nt.BizKey)
-		}
-		err := tx.Queue(ctx, `INSERT INTO tasks
-			(id, task_type, priority, biz_key, payload, status, next_run_time, attempt, retry_count,
-			 max_retry_count, timeout_ms, created_at, updated_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, 0, 0, ?, ?, ?, ?)`,
-			nt.ID, nt.Type, nt.Priority.Rank(), bizKey, nt.Payload, string(nt.Status), nt.NextRunTimeMs,
-			nt.MaxRetries, nt.TimeoutMs, at, at)
-		if err != nil {
-			return err
-		}
-		return s.record(ctx, tx, transferRecord{
-			taskID: nt.ID, taskType: nt.Type, from: contracts.StatusNone, to: nt.Status,
-			attempt: 0, priority: nt.Priority, nextRunTimeMs: nt.NextRunTimeMs,
-			reason: nt.Reason, actor: actor, at: at, route: readyRoute(nt.Status, nt.Route),
-		})
-	})
+	res, err := s.CreateTasks(ctx, []NewTask{nt})
 	if err != nil {
-		if isDuplicateKey(err) {
-			if strings.Contains(err.Error(), "PRIMARY") {
-				return nil, false, fmt.Errorf("create task %d: %w", nt.ID, ErrIDTaken)
-			}
-			existing, gerr := s.taskByBizKey(ctx, nt.Type, *nt.BizKey)
-			if gerr != nil {
-				return nil, false, fmt.Errorf("load deduplicated task: %w", gerr)
-			}
-			return existing, true, nil
-		}
-		return nil, false, fmt.Errorf("create task: %w", err)
+		return nil, false, err
 	}
-	metrics.Transfers.WithLabelValues(string(nt.Status)).Inc()
-	s.notify()
-	return &Task{
-		ID: nt.ID, Type: nt.Type, Priority: nt.Priority, BizKey: nt.BizKey, Payload: nt.Payload,
-		Status: nt.Status, NextRunTimeMs: nt.NextRunTimeMs, MaxRetries: nt.MaxRetries,
-		// The column keeps milliseconds; answer what a later read returns.
-		TimeoutMs: nt.TimeoutMs, CreatedAt: at.Truncate(time.Millisecond), UpdatedAt: at.Truncate(time.Millisecond),
-	}, false, nil
-}
-
-func (s *Store) taskByBizKey(ctx context.Context, taskType, bizKey string) (*Task, error) {
-	row := s.db.QueryRowContext(ctx, `SELECT `+taskColumns+` FROM tasks WHERE task_type = ? AND biz_key = ?`,
-		taskType, []byte(bizKey))
-	t, err := scanTask(row)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, ErrNotFound
-	}
-	return t, err
+	return res[0].Task, res[0].Deduplicated, nil
 }
 
 // HistoryRow is one row of task_history.

@@ -213,7 +213,8 @@ func TestTypeCacheServesFreshThenReloads(t *testing.T) {
 	st, _ := testenv.Store(t)
 	ctx := context.Background()
 	registerType(t, st, "sms.send")
-	c := store.NewTypeCache(st, 200*time.Millisecond)
+	clk := &testenv.Clock{}
+	c := store.NewTypeCache(st, time.Minute, clk)
 	first, err := c.Get(ctx, "sms.send")
 	require.NoError(t, err)
 	_, err = st.UpdateType(ctx, "sms.send", "test", func(tt *store.TaskType) error { tt.Paused = true; return nil })
@@ -221,7 +222,7 @@ func TestTypeCacheServesFreshThenReloads(t *testing.T) {
 	cached, err := c.Get(ctx, "sms.send")
 	require.NoError(t, err)
 	require.Equal(t, first.Paused, cached.Paused, "within the TTL the cached settings are served")
-	time.Sleep(250 * time.Millisecond)
+	clk.Skip(time.Minute)
 	fresh, err := c.Get(ctx, "sms.send")
 	require.NoError(t, err)
 	require.True(t, fresh.Paused, "after the TTL the change is seen")

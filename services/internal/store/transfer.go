@@ -428,7 +428,7 @@ func setClause(p TransferParams) (string, []any) {
 	}
 	if p.LastError != nil {
 		set = append(set, "last_error = ?")
-		args = append(args, truncate(*p.LastError, 4000))
+		args = append(args, Truncate(*p.LastError, 4000))
 	}
 	if p.NextRunTimeMs != nil {
 		set = append(set, "next_run_time = ?")
@@ -527,15 +527,20 @@ func insertOutbox(ctx context.Context, tx Execer, e outboxEvent) error {
 	return nil
 }
 
-// truncate cuts s to at most n bytes without splitting a UTF-8 sequence,
-// which strict mode would refuse to store.
-func truncate(s string, n int) string {
+// Truncate cuts s to at most n bytes, ending it with "..." when it was cut
+// (and n leaves room for it), without splitting a UTF-8 sequence, which
+// strict mode would refuse to store and a reader would see as garbage.
+func Truncate(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
-	cut := n - 3
+	ellipsis := "..."
+	if n < len(ellipsis) {
+		ellipsis = ""
+	}
+	cut := max(n-len(ellipsis), 0)
 	for cut > 0 && !utf8.RuneStart(s[cut]) {
 		cut--
 	}
-	return s[:cut] + "..."
+	return s[:cut] + ellipsis
 }

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"sync"
 	"time"
+
+	"github.com/axsched/ax/services/internal/clock"
 )
 
 // TypeCache reads task types through a short-lived cache. Type settings
@@ -16,6 +18,7 @@ import (
 type TypeCache struct {
 	store *Store
 	ttl   time.Duration
+	clock clock.Clock
 
 	mu    sync.Mutex
 	types map[string]cachedType
@@ -26,17 +29,24 @@ type cachedType struct {
 	at time.Time
 }
 
-// NewTypeCache caches s's task types for ttl.
-func NewTypeCache(s *Store, ttl time.Duration) *TypeCache {
-	return &TypeCache{store: s, ttl: ttl, types: map[string]cachedType{}}
+// NewTypeCache caches s's task types for ttl, measured on clk (nil: the
+// local clock), which tests advance instead of waiting the TTL out.
+func NewTypeCache(s *Store, ttl time.Duration, clk clock.Clock) *TypeCache {
+	if clk == nil {
+		clk = clock.System{}
+	}
+	return &TypeCache{store: s, ttl: ttl, clock: clk, types: map[string]cachedType{}}
 }
 
 // Get returns the type, from the cache when it is fresh.
 func (c *TypeCache) Get(ctx context.Context, name string) (*TaskType, error) {
+	// An entry is as old as the moment before its read: a change committed
+	// while the read was under way must not look newer than it.
+	now := c.clock.Now()
 	c.mu.Lock()
 	e, ok := c.types[name]
 	c.mu.Unlock()
-	if ok && time.Since(e.at) < c.ttl {
+	if ok && now.Sub(e.at) < c.ttl {
 		return e.t, nil
 	}
 	t, err := c.store.GetType(ctx, name)
@@ -48,7 +58,7 @@ func (c *TypeCache) Get(ctx context.Context, name string) (*TaskType, error) {
 		return nil, err
 	}
 	c.mu.Lock()
-	c.types[name] = cachedType{t: t, at: time.Now()}
+	c.types[name] = cachedType{t: t, at: now}
 	c.mu.Unlock()
 	return t, nil
 }
