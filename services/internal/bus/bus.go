@@ -48,6 +48,11 @@ func Connect(ctx context.Context, url, name string) (*Conn, error) {
 	return &Conn{NC: nc, JS: js, URL: url, fast: newFastPublisher(nc)}, nil
 }
 
+// DisableFastBatches makes Publish use plain asynchronous publishes only,
+// each message acknowledged on its own (PublishBatch): the off switch of
+// fast batches. Call it before the connection is used.
+func (c *Conn) DisableFastBatches() { c.fast = nil }
+
 // Close drains and closes the connection.
 func (c *Conn) Close() {
 	if c == nil || c.NC == nil {

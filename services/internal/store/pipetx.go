@@ -28,7 +28,12 @@ type Execer interface {
 // COMMIT included, and the transaction is rolled back. So a queued write
 // must fail, not match fewer rows, when something is wrong: see
 // updateRows.
+//
+// With Options.PlainTransactions the same methods run on an ordinary
+// database/sql transaction instead (plain), a round trip per statement:
+// the off switch of the pipeline, needing no multiStatements.
 type pipeTx struct {
+	plain   *sql.Tx
 	conn    *sql.Conn
 	begun   bool
 	pending []statement
@@ -48,6 +53,9 @@ type statement struct {
 // when neither COMMIT nor ROLLBACK is known to have run, it is closed,
 // which makes MySQL roll back.
 func (s *Store) inTx(ctx context.Context, fn func(tx *pipeTx) error) error {
+	if s.plainTx {
+		return s.inPlainTx(ctx, fn)
+	}
 	conn, err := s.db.Conn(ctx)
 	if err != nil {
 		return fmt.Errorf("begin: %w", err)
@@ -84,6 +92,30 @@ func (s *Store) inTx(ctx context.Context, fn func(tx *pipeTx) error) error {
 	return nil
 }
 
+// inPlainTx runs fn in an ordinary transaction, with inTx's promise: an
+// error means nothing was written. The transaction is begun without the
+// caller's cancellation, which database/sql would otherwise answer with a
+// ROLLBACK racing a COMMIT already sent; ctx still interrupts every
+// statement, and once COMMIT is sent its answer is waited for.
+func (s *Store) inPlainTx(ctx context.Context, fn func(tx *pipeTx) error) error {
+	sqlTx, err := s.db.BeginTx(context.WithoutCancel(ctx), nil)
+	if err != nil {
+		return fmt.Errorf("begin: %w", err)
+	}
+	if err := fn(&pipeTx{plain: sqlTx}); err != nil {
+		_ = sqlTx.Rollback()
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		_ = sqlTx.Rollback()
+		return err // given up before COMMIT went out: rolled back
+	}
+	if err := sqlTx.Commit(); err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	return nil
+}
+
 // commitWait bounds the wait for a commit's answer; only a server or
 // network that stops answering reaches it, and then, as with any commit
 // whose answer is lost, the outcome is unknown.
@@ -94,6 +126,10 @@ const commitWait = 30 * time.Second
 // queued already are large (batchChunkBytes) are they sent first, and
 // their error is returned here.
 func (tx *pipeTx) Queue(ctx context.Context, query string, args ...any) error {
+	if tx.plain != nil {
+		_, err := tx.plain.ExecContext(ctx, query, args...)
+		return err
+	}
 	size := len(query) + rowBytes(args)
 	if tx.size > 0 && tx.size+size > batchChunkBytes {
 		if _, err := tx.flush(ctx, ""); err != nil {
@@ -155,6 +191,9 @@ func (tx *pipeTx) flush(ctx context.Context, query string, args ...any) (sql.Res
 // with statements queued before it, RowsAffected is query's own (the
 // driver reports the last statement's).
 func (tx *pipeTx) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	if tx.plain != nil {
+		return tx.plain.ExecContext(ctx, query, args...)
+	}
 	return tx.flush(ctx, query, args...)
 }
 
@@ -162,12 +201,18 @@ func (tx *pipeTx) ExecContext(ctx context.Context, query string, args ...any) (s
 // (the driver skips the results of the statements before it, which have no
 // rows).
 func (tx *pipeTx) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	if tx.plain != nil {
+		return tx.plain.QueryContext(ctx, query, args...)
+	}
 	q, all := tx.text(query, args)
 	return tx.conn.QueryContext(ctx, q, all...)
 }
 
 // QueryRowContext is QueryContext for one row.
 func (tx *pipeTx) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	if tx.plain != nil {
+		return tx.plain.QueryRowContext(ctx, query, args...)
+	}
 	q, all := tx.text(query, args)
 	return tx.conn.QueryRowContext(ctx, q, all...)
 }
