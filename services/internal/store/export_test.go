@@ -25,3 +25,6 @@ func (s *Store) ChangeStatusForTest(ctx context.Context, id int64, from, to cont
 		return tx.Queue(ctx, `DO SLEEP(?)`, sleep)
 	})
 }
+
+// BatchChunkBytes is batchChunkBytes, for the pipeline's conformance test.
+const BatchChunkBytes = batchChunkBytes
