@@ -73,13 +73,6 @@ type Config struct {
 	NodeID int64
 	// Migrate applies pending migrations at start.
 	Migrate bool
-	// MySQLPlainTransactions turns pipelined store transactions off
-	// (store.Options.PlainTransactions; default false: pipelined).
-	MySQLPlainTransactions bool
-	// NATSPlainPublish turns JetStream fast batches off: every message is
-	// an asynchronous publish acknowledged on its own (default false:
-	// runs of three or more go as fast batches on nats-server 2.14+).
-	NATSPlainPublish bool
 
 	Relay      outbox.Config
 	Submitter  submitter.Config
@@ -166,8 +159,7 @@ func Run(ctx context.Context, cfg Config, services []Service, logger *slog.Logge
 			return err
 		}
 	}
-	st, err := store.Open(ctx, cfg.MySQLDSN, store.Options{Actor: "ax@" + cfg.Node,
-		PlainTransactions: cfg.MySQLPlainTransactions})
+	st, err := store.Open(ctx, cfg.MySQLDSN, store.Options{Actor: "ax@" + cfg.Node})
 	if err != nil {
 		return err
 	}
@@ -182,9 +174,6 @@ func Run(ctx context.Context, cfg Config, services []Service, logger *slog.Logge
 		return err
 	}
 	defer conn.Close()
-	if cfg.NATSPlainPublish {
-		conn.DisableFastBatches()
-	}
 	if err := bus.EnsureStreams(ctx, conn.JS, bus.StreamOptions{Replicas: cfg.StreamReplicas}); err != nil {
 		return err
 	}

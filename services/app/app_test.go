@@ -85,7 +85,6 @@ func runApp(t *testing.T, services []app.Service, mutate func(*app.Config)) *sys
 	}
 	cfg.Timer.ReconcileInterval = time.Second
 	cfg.Timer.ReconcileGrace = 2 * time.Second
-	cfg.MySQLPlainTransactions, cfg.NATSPlainPublish = testenv.PlainTransactions, testenv.PlainPublish
 	mutate(&cfg)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)

@@ -76,7 +76,7 @@ type Config struct {
 	CPUProfileDir string
 	// AxFlags are passed to every ax process started (local mode), after
 	// the harness's own: settings under comparison, such as
-	// --mysql-pipelining=false.
+	// --fetchers=1.
 	AxFlags []string
 
 	// API is the submitter of a running deployment (remote mode); NATSURL

@@ -88,8 +88,6 @@ type serverFlags struct {
 	secretFile  string
 	heartbeat   time.Duration
 	cpuProfile  string
-	pipelining  bool
-	fastBatch   bool
 }
 
 func defaultNode() string {
@@ -113,8 +111,6 @@ func (f *serverFlags) register(fs *pflag.FlagSet, command string) {
 	fs.StringVar(&c.Node, "node", envStr("AX_NODE", defaultNode()), "name of this process in history, locks and task rows [AX_NODE]")
 	fs.Int64Var(&c.NodeID, "node-id", int64(envInt("AX_NODE_ID", rand.IntN(1024))), "snowflake node ID 0..1023, distinct per submitter (default random) [AX_NODE_ID]")
 	fs.BoolVar(&c.Migrate, "migrate", envBool("AX_MIGRATE", true), "apply pending migrations at start [AX_MIGRATE]")
-	fs.BoolVar(&f.pipelining, "mysql-pipelining", envBool("AX_MYSQL_PIPELINING", true), "send a store transaction's statements together, a round trip per answer needed (needs multiStatements, set by ax); false: one statement per round trip [AX_MYSQL_PIPELINING]")
-	fs.BoolVar(&f.fastBatch, "nats-fast-batch", envBool("AX_NATS_FAST_BATCH", true), "publish runs of 3+ messages to one stream as JetStream fast batches, one answer per batch (nats-server 2.14+); false: one acknowledgement per message [AX_NATS_FAST_BATCH]")
 	fs.StringVar(&f.logLevel, "log-level", envStr("AX_LOG_LEVEL", "info"), "debug, info, warn or error [AX_LOG_LEVEL]")
 	fs.StringVar(&f.logFormat, "log-format", envStr("AX_LOG_FORMAT", "text"), "text or json [AX_LOG_FORMAT]")
 

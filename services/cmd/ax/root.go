@@ -44,8 +44,6 @@ func newServerCmd(name, short string, services []app.Service, embedded bool) *co
 			cfg.NATSTypes = f.natsTypes()
 			cfg.Executor.HeartbeatInterval = f.heartbeat
 			cfg.Reaper.HeartbeatInterval = f.heartbeat
-			cfg.MySQLPlainTransactions = !f.pipelining
-			cfg.NATSPlainPublish = !f.fastBatch
 			stopProfile, err := startCPUProfile(f.cpuProfile)
 			if err != nil {
 				return err

@@ -25,8 +25,6 @@ type Store struct {
 	// so the relay looks at the outbox only when there is something in it.
 	outboxWritten *atomic.Bool
 	actor         string
-	// plainTx makes inTx use ordinary transactions (Options.PlainTransactions).
-	plainTx bool
 }
 
 // Options configure a Store.
@@ -38,11 +36,6 @@ type Options struct {
 	Now func() time.Time
 	// MaxOpenConns bounds the pool; defaults to 32.
 	MaxOpenConns int
-	// PlainTransactions turns pipelined transactions off (default false:
-	// pipelined). Every transaction is then an ordinary database/sql one,
-	// a round trip per statement, and the pool's connections are opened
-	// without multiStatements.
-	PlainTransactions bool
 }
 
 // Open connects to MySQL with the settings ax relies on (strict SQL mode,
@@ -55,10 +48,6 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	if err := ensureDatabase(ctx, cfg); err != nil {
 		return nil, err
 	}
-	// Pipelined transactions (pipeTx) send several statements in one round
-	// trip. Every value still goes through a placeholder, escaped by the
-	// driver, so no input can add a statement of its own.
-	cfg.MultiStatements = !opts.PlainTransactions
 	connector, err := mysql.NewConnector(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("mysql connector: %w", err)
@@ -77,8 +66,7 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	return &Store{db: db, now: opts.Now, wake: make(chan struct{}, 1), outboxWritten: new(atomic.Bool), actor: opts.Actor,
-		plainTx: opts.PlainTransactions}, nil
+	return &Store{db: db, now: opts.Now, wake: make(chan struct{}, 1), outboxWritten: new(atomic.Bool), actor: opts.Actor}, nil
 }
 
 // ParseDSN parses a go-sql-driver DSN and forces the session settings ax's
@@ -94,6 +82,9 @@ func ParseDSN(dsn string) (*mysql.Config, error) {
 	cfg.ParseTime = true
 	cfg.Loc = time.UTC
 	cfg.InterpolateParams = true
+	// One statement per query: the pool never needs multi-statement
+	// packets (only migrations do, on a connection of their own).
+	cfg.MultiStatements = false
 	// Rows affected = rows matched, so an UPDATE that sets a value it
 	// already had (a heartbeat within the same millisecond) still counts.
 	cfg.ClientFoundRows = true
@@ -156,23 +147,6 @@ func (s *Store) notify() {
 	case s.wake <- struct{}{}:
 	default:
 	}
-}
-
-// inTxOpts runs fn in a database/sql transaction with opts, committing when
-// it returns nil. Most transactions are pipelined instead (inTx).
-func (s *Store) inTxOpts(ctx context.Context, opts *sql.TxOptions, fn func(tx *sql.Tx) error) error {
-	tx, err := s.db.BeginTx(ctx, opts)
-	if err != nil {
-		return fmt.Errorf("begin: %w", err)
-	}
-	if err := fn(tx); err != nil {
-		_ = tx.Rollback()
-		return err
-	}
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("commit: %w", err)
-	}
-	return nil
 }
 
 // IsDeadlock reports whether err is InnoDB choosing this transaction as a

@@ -190,12 +190,12 @@ func (s *Store) CreateTask(ctx context.Context, nt NewTask) (task *Task, dedup b
 	}
 	actor := s.actorOr(nt.Actor)
 	at := s.now().UTC()
-	err = s.inTx(ctx, func(tx *pipeTx) error {
+	err = s.inTx(ctx, func(tx *sql.Tx) error {
 		var bizKey any
 		if nt.BizKey != nil {
 			bizKey = []byte(*nt.BizKey)
 		}
-		err := tx.Queue(ctx, `INSERT INTO tasks
+		_, err := tx.ExecContext(ctx, `INSERT INTO tasks
 			(id, task_type, priority, biz_key, payload, status, next_run_time, attempt, retry_count,
 			 max_retry_count, timeout_ms, created_at, updated_at)
 			VALUES (?, ?, ?, ?, ?, ?, ?, 0, 0, ?, ?, ?, ?)`,

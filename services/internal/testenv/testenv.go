@@ -36,11 +36,6 @@ import (
 var (
 	mysqlBase = envOr("AX_TEST_MYSQL_DSN", "root@tcp(127.0.0.1:3306)/")
 	redisAddr = envOr("AX_TEST_REDIS_ADDR", "127.0.0.1:6379")
-	// PlainTransactions and PlainPublish run a package's tests on the off
-	// switches of the two private protocols (AX_TEST_MYSQL_PIPELINING=false,
-	// AX_TEST_NATS_FAST_BATCH=false), so that both paths pass them.
-	PlainTransactions = os.Getenv("AX_TEST_MYSQL_PIPELINING") == "false"
-	PlainPublish      = os.Getenv("AX_TEST_NATS_FAST_BATCH") == "false"
 )
 
 func envOr(k, def string) string {
@@ -103,7 +98,7 @@ func MySQLDSN(t testing.TB) string {
 func Store(t testing.TB) (*store.Store, string) {
 	t.Helper()
 	dsn := MySQLDSN(t)
-	st, err := store.Open(context.Background(), dsn, store.Options{Actor: "test", PlainTransactions: PlainTransactions})
+	st, err := store.Open(context.Background(), dsn, store.Options{Actor: "test"})
 	if err != nil {
 		t.Fatalf("open store: %v", err)
 	}
@@ -223,9 +218,6 @@ func NATSServer(t testing.TB) (*NATSHost, *bus.Conn) {
 	conn, err := bus.Connect(context.Background(), h.URL(), "test")
 	if err != nil {
 		t.Fatalf("connect nats: %v", err)
-	}
-	if PlainPublish {
-		conn.DisableFastBatches()
 	}
 	t.Cleanup(conn.Close)
 	if err := bus.EnsureStreams(context.Background(), conn.JS, bus.StreamOptions{}); err != nil {
