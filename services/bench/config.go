@@ -75,6 +75,10 @@ type Config struct {
 	// (not the throughput process-only run) write CPU profiles there
 	// (local mode).
 	CPUProfileDir string
+	// AxFlags are passed to every ax process started (local mode), after
+	// the harness's own: settings under comparison, such as
+	// --fetchers=1.
+	AxFlags []string
 
 	// API is the submitter of a running deployment (remote mode); NATSURL
 	// is its NATS, PIDs the processes whose cost to report.
@@ -127,8 +131,8 @@ func (c *Config) Validate() error {
 		if c.NATSURL == "" {
 			return errors.New("remote mode (--api) needs --nats-url: the harness listens there for the ax.bench reports")
 		}
-		if c.CPUProfileDir != "" {
-			return errors.New("--cpuprofile needs local mode: start remote processes with `--cpuprofile FILE` yourself")
+		if c.CPUProfileDir != "" || len(c.AxFlags) > 0 {
+			return errors.New("--cpuprofile and --ax-flag need local mode: start remote processes with the flags yourself")
 		}
 		return nil
 	}

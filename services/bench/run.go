@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 
 	"github.com/axsched/ax/contracts"
 	"github.com/axsched/ax/contracts/client"
@@ -134,7 +135,11 @@ func settingsOf(cfg *Config, w string) []Setting {
 	if cfg.Remote() {
 		return append(s, Setting{"target", "remote"})
 	}
-	return append(s, Setting{"concurrency", cfg.Concurrency}, Setting{"topology", cfg.Topology})
+	s = append(s, Setting{"concurrency", cfg.Concurrency}, Setting{"topology", cfg.Topology})
+	if len(cfg.AxFlags) > 0 {
+		s = append(s, Setting{"ax_flags", strings.Join(cfg.AxFlags, " ")})
+	}
+	return s
 }
 
 // randomSuffix names one run's database and Redis prefix.

@@ -9,8 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -24,8 +22,6 @@ type Conn struct {
 	NC  *nats.Conn
 	JS  jetstream.JetStream
 	URL string
-
-	fast *fastPublisher
 }
 
 // Connect dials NATS and retries reconnects forever: a NATS restart must not
@@ -45,7 +41,7 @@ func Connect(ctx context.Context, url, name string) (*Conn, error) {
 		nc.Close()
 		return nil, fmt.Errorf("jetstream on %s: %w", url, err)
 	}
-	return &Conn{NC: nc, JS: js, URL: url, fast: newFastPublisher(nc)}, nil
+	return &Conn{NC: nc, JS: js, URL: url}, nil
 }
 
 // Close drains and closes the connection.
@@ -82,21 +78,16 @@ func (o *StreamOptions) defaults() {
 // EnsureStreams creates or updates AX_EVENTS and AX_WORK.
 func EnsureStreams(ctx context.Context, js jetstream.JetStream, o StreamOptions) error {
 	o.defaults()
-	// Fast batches (Conn.Publish) need 2.14; an older server is left
-	// with streams it knows, and gets plain publishes.
-	batched := fastBatchServer(js.Conn().ConnectedServerVersion())
 	cfgs := []jetstream.StreamConfig{
 		{
 			Name: events.StreamEvents, Subjects: []string{events.EventsSubjects},
 			Retention: jetstream.LimitsPolicy, Storage: jetstream.FileStorage,
 			MaxAge: o.EventsMaxAge, Duplicates: o.DuplicateWindow, Replicas: o.Replicas,
-			AllowBatchPublish: batched,
 		},
 		{
 			Name: events.StreamWork, Subjects: []string{events.WorkSubjects},
 			Retention: jetstream.WorkQueuePolicy, Storage: jetstream.FileStorage,
 			Duplicates: o.DuplicateWindow, Replicas: o.Replicas,
-			AllowBatchPublish: batched,
 		},
 	}
 	for _, cfg := range cfgs {
@@ -121,10 +112,12 @@ func EnsureStreams(ctx context.Context, js jetstream.JetStream, o StreamOptions)
 }
 
 // sameStream reports whether have already has every setting want declares.
+// allow_batched, which streams declared by an earlier ax carry, is left as
+// it is: plain publishes do not use it and are not hindered by it.
 func sameStream(have, want jetstream.StreamConfig) bool {
 	return slices.Equal(have.Subjects, want.Subjects) && have.Retention == want.Retention &&
 		have.Storage == want.Storage && have.MaxAge == want.MaxAge && have.Duplicates == want.Duplicates &&
-		max(have.Replicas, 1) == max(want.Replicas, 1) && have.AllowBatchPublish == want.AllowBatchPublish
+		max(have.Replicas, 1) == max(want.Replicas, 1)
 }
 
 // Msg is one message to publish.
@@ -140,7 +133,7 @@ type Msg struct {
 // acknowledgements, so a batch costs about one round trip instead of one per
 // message. It returns an error if any message was not stored; messages with
 // an ID are de-duplicated by the stream, so publishing the batch again is
-// safe. Conn.Publish does the same with fewer acknowledgements.
+// safe.
 func PublishBatch(ctx context.Context, js jetstream.JetStream, msgs []Msg) error {
 	ctx, cancel := boundedWait(ctx)
 	defer cancel()
@@ -151,63 +144,9 @@ func PublishBatch(ctx context.Context, js jetstream.JetStream, msgs []Msg) error
 	return publishAsync(ctx, js, nms)
 }
 
-// Publish publishes msgs and returns once JetStream stored every one (or
-// with an error, after which publishing them all again is safe, as for
-// PublishBatch). Runs of at least fastBatchMin messages bound for one stream
-// go as fast batches, answered once per batch instead of once per message;
-// the rest, and whatever a batch did not store, go as asynchronous
-// publishes with their acknowledgements awaited together.
+// Publish is PublishBatch on the connection's JetStream context.
 func (c *Conn) Publish(ctx context.Context, msgs []Msg) error {
-	if len(msgs) < fastBatchMin || c.fast == nil || !fastBatchServer(c.NC.ConnectedServerVersion()) {
-		return PublishBatch(ctx, c.JS, msgs)
-	}
-	ctx, cancel := boundedWait(ctx)
-	defer cancel()
-	type group struct {
-		stream string
-		msgs   []*nats.Msg
-	}
-	var groups []group
-	var plain []*nats.Msg
-	for _, m := range msgs {
-		nm, stream := natsMsg(m), streamOf(m.Subject)
-		if !c.fast.usable(stream) {
-			plain = append(plain, nm)
-			continue
-		}
-		k := slices.IndexFunc(groups, func(g group) bool { return g.stream == stream })
-		if k < 0 {
-			k = len(groups)
-			groups = append(groups, group{stream: stream})
-		}
-		groups[k].msgs = append(groups[k].msgs, nm)
-	}
-	var sent []*inFlight
-	for _, g := range groups {
-		if len(g.msgs) < fastBatchMin {
-			plain = append(plain, g.msgs...)
-			continue
-		}
-		b, err := c.fast.send(g.stream, g.msgs)
-		if err != nil {
-			for _, b := range sent {
-				c.fast.forget(b.id)
-			}
-			return err
-		}
-		sent = append(sent, b)
-	}
-	err := publishAsync(ctx, c.JS, plain)
-	var again []*nats.Msg
-	for _, b := range sent {
-		rest, werr := c.fast.wait(ctx, b)
-		err = errors.Join(err, werr)
-		again = append(again, rest...)
-	}
-	if err != nil {
-		return err
-	}
-	return publishAsync(ctx, c.JS, again)
+	return PublishBatch(ctx, c.JS, msgs)
 }
 
 // publishWaitMax bounds how long a publish waits for JetStream's answers
@@ -221,16 +160,6 @@ func boundedWait(ctx context.Context) (context.Context, context.CancelFunc) {
 		return ctx, func() {}
 	}
 	return context.WithTimeout(ctx, publishWaitMax)
-}
-
-// fastBatchServer reports whether a server of this version takes fast
-// batches (2.14 and later).
-func fastBatchServer(version string) bool {
-	major, rest, _ := strings.Cut(version, ".")
-	minor, _, _ := strings.Cut(rest, ".")
-	ma, err1 := strconv.Atoi(major)
-	mi, err2 := strconv.Atoi(minor)
-	return err1 == nil && err2 == nil && (ma > 2 || ma == 2 && mi >= 14)
 }
 
 func natsMsg(m Msg) *nats.Msg {

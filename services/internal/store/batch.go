@@ -3,6 +3,7 @@ package store
 import (
 	"cmp"
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"slices"
@@ -53,7 +54,7 @@ func (s *Store) CreateTasks(ctx context.Context, nts []NewTask) ([]BatchResult, 
 	}
 	at := s.now().UTC()
 	var out []BatchResult
-	err := s.inTx(ctx, func(tx *pipeTx) error {
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
 		created, err := insertTaskRows(ctx, tx, nts, at)
 		if err != nil {
 			return err
@@ -64,11 +65,6 @@ func (s *Store) CreateTasks(ctx context.Context, nts []NewTask) ([]BatchResult, 
 		_, err = recordMany(ctx, tx, s.creationRecords(nts, created, at))
 		return err
 	})
-	if isNullID(err) {
-		// The insert went with a later statement (or with COMMIT), so its
-		// error comes back from there.
-		err = fmt.Errorf("insert tasks: %w", ErrIDTaken)
-	}
 	if err != nil {
 		return nil, fmt.Errorf("create %d tasks: %w", len(nts), err)
 	}
@@ -128,7 +124,7 @@ func checkNewTasks(nts []NewTask) error {
 // one, and setting it to NULL fails the statement under strict mode, which
 // reads as ErrIDTaken. On a (task_type, biz_key) duplicate the existing row
 // has another id and is left as it is.
-func insertTaskRows(ctx context.Context, tx *pipeTx, nts []NewTask, at time.Time) (map[int64]bool, error) {
+func insertTaskRows(ctx context.Context, tx *sql.Tx, nts []NewTask, at time.Time) (map[int64]bool, error) {
 	order := make([]NewTask, len(nts))
 	copy(order, nts)
 	slices.SortStableFunc(order, func(a, b NewTask) int {
@@ -188,7 +184,7 @@ func boolRank(b bool) int {
 
 // insertedIDs reads back which of the batch's IDs exist now: since a
 // snowflake collision fails the insert, those are the rows it inserted.
-func insertedIDs(ctx context.Context, tx *pipeTx, nts []NewTask) (map[int64]bool, error) {
+func insertedIDs(ctx context.Context, tx *sql.Tx, nts []NewTask) (map[int64]bool, error) {
 	ids := make([]any, len(nts))
 	for i, nt := range nts {
 		ids[i] = nt.ID
@@ -221,7 +217,7 @@ func insertedIDs(ctx context.Context, tx *pipeTx, nts []NewTask) (map[int64]bool
 // which sees both older rows and rows this batch inserted. The snapshot of
 // a REPEATABLE READ transaction is taken at its first plain SELECT, which
 // comes after the insert, so it holds every row the insert found in the way.
-func batchResults(ctx context.Context, tx *pipeTx, nts []NewTask, created map[int64]bool, at time.Time) ([]BatchResult, error) {
+func batchResults(ctx context.Context, tx *sql.Tx, nts []NewTask, created map[int64]bool, at time.Time) ([]BatchResult, error) {
 	var dups []NewTask
 	for _, nt := range nts {
 		if created[nt.ID] {
@@ -265,7 +261,7 @@ func bizKeyOf(taskType, bizKey string) string { return taskType + "\x00" + bizKe
 
 // tasksByBizKeys loads the tasks that hold the items' (task_type, biz_key)
 // pairs, keyed by bizKeyOf.
-func tasksByBizKeys(ctx context.Context, tx *pipeTx, nts []NewTask) (map[string]*Task, error) {
+func tasksByBizKeys(ctx context.Context, tx *sql.Tx, nts []NewTask) (map[string]*Task, error) {
 	out := make(map[string]*Task, len(nts))
 	for chunk := range slices.Chunk(nts, batchChunkRows) {
 		conds := make([]string, len(chunk))
@@ -299,7 +295,7 @@ func tasksByBizKeys(ctx context.Context, tx *pipeTx, nts []NewTask) (map[string]
 // and everything its TaskTransferred event carries: the history relay
 // publishes the events from these rows (see RelayHistory), so nothing is
 // copied into the outbox. It returns the event IDs in order.
-func recordMany(ctx context.Context, tx *pipeTx, recs []transferRecord) ([]string, error) {
+func recordMany(ctx context.Context, tx *sql.Tx, recs []transferRecord) ([]string, error) {
 	ids := make([]string, len(recs))
 	history := make([][]any, len(recs))
 	for i, r := range recs {
@@ -321,10 +317,10 @@ func recordMany(ctx context.Context, tx *pipeTx, recs []transferRecord) ([]strin
 	return ids, nil
 }
 
-// insertRows queues head, one "(?, ...)" group per row, then tail, in as
+// insertRows writes head, one "(?, ...)" group per row, then tail, in as
 // many statements as the chunk bounds need. Every row must have the same number
 // of values.
-func insertRows(ctx context.Context, tx *pipeTx, head, tail string, rows [][]any) error {
+func insertRows(ctx context.Context, tx *sql.Tx, head, tail string, rows [][]any) error {
 	for len(rows) > 0 {
 		n, size := 0, 0
 		for n < len(rows) && n < batchChunkRows && (n == 0 || size+rowBytes(rows[n]) <= batchChunkBytes) {
@@ -343,7 +339,7 @@ func insertRows(ctx context.Context, tx *pipeTx, head, tail string, rows [][]any
 			args = append(args, row...)
 		}
 		q.WriteString(tail)
-		if err := tx.Queue(ctx, q.String(), args...); err != nil {
+		if _, err := tx.ExecContext(ctx, q.String(), args...); err != nil {
 			return err
 		}
 		rows = rows[n:]

@@ -123,7 +123,7 @@ func (s *Store) ListDeadLetters(ctx context.Context, q DeadLetterQuery) ([]DeadL
 // failed one.
 func (s *Store) RetryDeadLetter(ctx context.Context, id int64, actor string, dueMs int64) (*DeadLetter, error) {
 	var out *DeadLetter
-	err := s.inTx(ctx, func(tx *pipeTx) error {
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
 		d, err := scanDeadLetter(tx.QueryRowContext(ctx, `SELECT `+deadLetterColumns+` FROM dead_letters WHERE id = ? FOR UPDATE`, id))
 		if errors.Is(err, sql.ErrNoRows) {
 			return fmt.Errorf("dead letter %d: %w", id, ErrNotFound)

@@ -2,17 +2,17 @@ package store
 
 import (
 	"context"
+	"database/sql"
 
 	"github.com/axsched/ax/contracts"
 )
 
-// ChangeStatusForTest locks task id and queues its status change from ->
+// ChangeStatusForTest locks task id and writes its status change from ->
 // to the way a transfer batch does, skipping the batch's own check of the
-// row (what a planning bug would send), then — when sleep > 0 — a
-// statement that takes that long, so the COMMIT that follows in the same
-// round trip is still on its way when a caller gives up.
+// row (what a planning bug would send), then — when sleep > 0 — runs a
+// statement that takes that long, for a caller to give up during.
 func (s *Store) ChangeStatusForTest(ctx context.Context, id int64, from, to contracts.Status, sleep float64) error {
-	return s.inTx(ctx, func(tx *pipeTx) error {
+	return s.inTx(ctx, func(tx *sql.Tx) error {
 		if _, err := lockRows(ctx, tx, []int64{id}, false); err != nil {
 			return err
 		}
@@ -22,6 +22,7 @@ func (s *Store) ChangeStatusForTest(ctx context.Context, id int64, from, to cont
 		if sleep <= 0 {
 			return nil
 		}
-		return tx.Queue(ctx, `DO SLEEP(?)`, sleep)
+		_, err := tx.ExecContext(ctx, `DO SLEEP(?)`, sleep)
+		return err
 	})
 }

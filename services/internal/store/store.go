@@ -82,10 +82,9 @@ func ParseDSN(dsn string) (*mysql.Config, error) {
 	cfg.ParseTime = true
 	cfg.Loc = time.UTC
 	cfg.InterpolateParams = true
-	// Pipelined transactions (pipeTx) send several statements in one round
-	// trip. Every value still goes through a placeholder, escaped by the
-	// driver, so no input can add a statement of its own.
-	cfg.MultiStatements = true
+	// One statement per query: the pool never needs multi-statement
+	// packets (only migrations do, on a connection of their own).
+	cfg.MultiStatements = false
 	// Rows affected = rows matched, so an UPDATE that sets a value it
 	// already had (a heartbeat within the same millisecond) still counts.
 	cfg.ClientFoundRows = true
@@ -148,23 +147,6 @@ func (s *Store) notify() {
 	case s.wake <- struct{}{}:
 	default:
 	}
-}
-
-// inTxOpts runs fn in a database/sql transaction with opts, committing when
-// it returns nil. Most transactions are pipelined instead (inTx).
-func (s *Store) inTxOpts(ctx context.Context, opts *sql.TxOptions, fn func(tx *sql.Tx) error) error {
-	tx, err := s.db.BeginTx(ctx, opts)
-	if err != nil {
-		return fmt.Errorf("begin: %w", err)
-	}
-	if err := fn(tx); err != nil {
-		_ = tx.Rollback()
-		return err
-	}
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("commit: %w", err)
-	}
-	return nil
 }
 
 // IsDeadlock reports whether err is InnoDB choosing this transaction as a

@@ -110,12 +110,12 @@ func TestTransferRaceHasExactlyOneWinner(t *testing.T) {
 	require.Equal(t, counts{history: 2, events: 2}, countRows(t, st, task.ID))
 }
 
-// TestAFailingQueuedWriteRollsBack: a transfer's UPDATE and history INSERT
-// travel to MySQL in one round trip with a statement that fails. Nothing of
-// them stays, and the connection goes back to the pool with no transaction
-// open: the pool has one connection, and the next caller's START
-// TRANSACTION would otherwise commit the doomed writes.
-func TestAFailingQueuedWriteRollsBack(t *testing.T) {
+// TestAFailingWriteRollsBack: a transfer's UPDATE and history INSERT are
+// followed by a statement that fails. Nothing of them stays, and the
+// connection goes back to the pool with no transaction open: the pool has
+// one connection, and the next caller's transaction would otherwise commit
+// the doomed writes.
+func TestAFailingWriteRollsBack(t *testing.T) {
 	st, _ := testenv.Store(t)
 	ctx := context.Background()
 	st.DB().SetMaxOpenConns(1)
@@ -138,11 +138,11 @@ func TestAFailingQueuedWriteRollsBack(t *testing.T) {
 	require.Equal(t, before, countRows(t, st, task.ID))
 }
 
-// TestACancelledPipelinedTransactionLeavesNothing: the caller gives up
-// after the transfer's writes went out (the driver then drops the
-// connection mid-transaction). Nothing stays, and the pool of one goes on
-// with a working connection.
-func TestACancelledPipelinedTransactionLeavesNothing(t *testing.T) {
+// TestACancelledTransactionLeavesNothing: the caller gives up after the
+// transfer's writes went out (the driver then drops the connection
+// mid-transaction). Nothing stays, and the pool of one goes on with a
+// working connection.
+func TestACancelledTransactionLeavesNothing(t *testing.T) {
 	st, _ := testenv.Store(t)
 	st.DB().SetMaxOpenConns(1)
 	task := newTask(t, st, nil)
@@ -152,8 +152,8 @@ func TestACancelledPipelinedTransactionLeavesNothing(t *testing.T) {
 	_, err := st.Transfer(ctx, store.TransferParams{
 		TaskID: task.ID, From: contracts.StatusReady, To: contracts.StatusCancelled, Reason: "abandoned",
 		Also: func(_ context.Context, tx store.Execer) error {
-			// The queued UPDATE and history INSERT go with this statement,
-			// which runs for a second while the caller gives up.
+			// After the UPDATE and history INSERT, a statement that runs
+			// for a second while the caller gives up.
 			go func() { time.Sleep(100 * time.Millisecond); cancel() }()
 			_, err := tx.ExecContext(ctx, `SELECT SLEEP(1)`)
 			return err
@@ -168,23 +168,21 @@ func TestACancelledPipelinedTransactionLeavesNothing(t *testing.T) {
 	require.Equal(t, before, countRows(t, st, task.ID))
 }
 
-// TestACallerGivingUpDuringCommitLearnsTheOutcome: the caller gives up
-// while the writes and COMMIT are on their way in one packet, which MySQL
-// runs anyway. The answer must match what happened: no error, and the
-// change made (an error here would have a claim's lease released while
-// the task stays RUNNING).
-func TestACallerGivingUpDuringCommitLearnsTheOutcome(t *testing.T) {
+// TestACallerGivingUpLearnsTheOutcome: the caller gives up while its
+// transaction runs, or before it starts. The answer must match what
+// happened: an error, and nothing changed (an error with the change made
+// would have a claim's lease released while the task stays RUNNING).
+func TestACallerGivingUpLearnsTheOutcome(t *testing.T) {
 	st, _ := testenv.Store(t)
 	task := newTask(t, st, nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	time.AfterFunc(150*time.Millisecond, cancel)
 
 	err := st.ChangeStatusForTest(ctx, task.ID, contracts.StatusReady, contracts.StatusCancelled, 0.5)
-	require.Error(t, ctx.Err(), "the caller gave up during the commit")
-	require.NoError(t, err)
+	require.ErrorIs(t, err, context.Canceled, "the sleep after the update is interrupted, before COMMIT")
 	got, err := st.GetTask(context.Background(), task.ID)
 	require.NoError(t, err)
-	require.Equal(t, contracts.StatusCancelled, got.Status)
+	require.Equal(t, contracts.StatusReady, got.Status)
 
 	// Given up before the transaction went out: nothing is written.
 	other := newTask(t, st, nil)
@@ -195,11 +193,11 @@ func TestACallerGivingUpDuringCommitLearnsTheOutcome(t *testing.T) {
 	require.Equal(t, contracts.StatusReady, got.Status)
 }
 
-// TestAQueuedUpdateOfARowInAnotherStateFails: the batch's writes go
-// unread, with COMMIT, so a row that is not in the state its step names
-// (which the batch's checks rule out: a bug) must fail the statement
-// rather than match fewer rows.
-func TestAQueuedUpdateOfARowInAnotherStateFails(t *testing.T) {
+// TestAnUpdateOfARowInAnotherStateFails: the batch does not read its
+// UPDATEs' row counts (their rows are locked and were checked), so a row
+// that is not in the state its step names (which the batch's checks rule
+// out: a bug) must fail the statement rather than match fewer rows.
+func TestAnUpdateOfARowInAnotherStateFails(t *testing.T) {
 	st, _ := testenv.Store(t)
 	ctx := context.Background()
 	task := newTask(t, st, nil)

@@ -128,7 +128,7 @@ func (s *Store) UpdateType(ctx context.Context, name, actor string, fn func(*Tas
 	at := s.now().UTC().Truncate(time.Millisecond)
 	actor = s.actorOr(actor)
 	var out *TaskType
-	err := s.inTx(ctx, func(tx *pipeTx) error {
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
 		t, err := scanType(tx.QueryRowContext(ctx, `SELECT `+typeColumns+` FROM task_types WHERE name = ? FOR UPDATE`, name))
 		if errors.Is(err, sql.ErrNoRows) {
 			return fmt.Errorf("task type %q: %w", name, ErrNotFound)

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"slices"
@@ -144,7 +145,7 @@ func (s *Store) TransferBatch(ctx context.Context, chains [][]TransferParams) ([
 	}
 	var err error
 	for try := 0; ; try++ {
-		err = s.inTx(ctx, func(tx *pipeTx) error { return s.transferBatchTx(ctx, tx, chains, ids, out) })
+		err = s.inTx(ctx, func(tx *sql.Tx) error { return s.transferBatchTx(ctx, tx, chains, ids, out) })
 		// Batches that lock overlapping rows can still deadlock with other
 		// writers; the victim rolled back whole and simply goes again.
 		if err == nil || !IsDeadlock(err) || try == 2 || ctx.Err() != nil {
@@ -192,7 +193,7 @@ func (s *Store) recordRejection(ctx context.Context, p TransferParams, ce *Confl
 		reason = fmt.Sprintf("rejected %s->%s: the task is due at %d, after %d (%s)",
 			p.From, p.To, ce.DueAtMs, ce.DueByMs, p.Reason)
 	}
-	err := s.inTx(context.WithoutCancel(ctx), func(tx *pipeTx) error {
+	err := s.inTx(context.WithoutCancel(ctx), func(tx *sql.Tx) error {
 		var taskType string
 		var prio int
 		var next int64
@@ -213,7 +214,7 @@ func (s *Store) recordRejection(ctx context.Context, p TransferParams, ce *Confl
 }
 
 // transferTx performs one transfer inside the caller's transaction.
-func (s *Store) transferTx(ctx context.Context, tx *pipeTx, p TransferParams) (*TransferResult, error) {
+func (s *Store) transferTx(ctx context.Context, tx *sql.Tx, p TransferParams) (*TransferResult, error) {
 	if !contracts.CanTransition(p.From, p.To) || p.From == contracts.StatusNone {
 		return nil, &IllegalTransitionError{From: p.From, To: p.To}
 	}
@@ -243,7 +244,7 @@ type plannedStep struct {
 	after rowState
 }
 
-func (s *Store) transferBatchTx(ctx context.Context, tx *pipeTx, chains [][]TransferParams, ids []int64, out []ChainResult) error {
+func (s *Store) transferBatchTx(ctx context.Context, tx *sql.Tx, chains [][]TransferParams, ids []int64, out []ChainResult) error {
 	claims := false
 	for _, steps := range chains {
 		for _, p := range steps {
@@ -357,7 +358,7 @@ func (s *Store) transferBatchTx(ctx context.Context, tx *pipeTx, chains [][]Tran
 // lockRows reads and locks the rows of ids; ascending primary-key order
 // keeps concurrent batches from deadlocking on each other. withRun also
 // reads what a claimed attempt runs with (RunFields).
-func lockRows(ctx context.Context, tx *pipeTx, ids []int64, withRun bool) (map[int64]rowState, error) {
+func lockRows(ctx context.Context, tx *sql.Tx, ids []int64, withRun bool) (map[int64]rowState, error) {
 	uniq := slices.Clone(ids)
 	slices.Sort(uniq)
 	uniq = slices.Compact(uniq)
@@ -437,13 +438,12 @@ func setClause(p TransferParams) (string, []any) {
 	return strings.Join(set, ", "), args
 }
 
-// updateRows queues the planned steps in order, folding runs of steps that
+// updateRows writes the planned steps in order, folding runs of steps that
 // change distinct rows in the same way into one UPDATE ... WHERE id IN. The
 // rows are locked and were checked, so each must be in the step's from
 // state; a row that is not (a bug) gets a NULL status, which strict mode
-// refuses, and the error stops the statements after it, COMMIT included:
-// the batch rolls back.
-func updateRows(ctx context.Context, tx *pipeTx, plan []plannedStep) error {
+// refuses, and the error rolls the batch back.
+func updateRows(ctx context.Context, tx *sql.Tx, plan []plannedStep) error {
 	for len(plan) > 0 {
 		set, args := setClause(plan[0].p)
 		from, to := plan[0].p.From, plan[0].p.To
@@ -463,7 +463,7 @@ func updateRows(ctx context.Context, tx *pipeTx, plan []plannedStep) error {
 		for _, ps := range plan[:n] {
 			all = append(all, ps.p.TaskID)
 		}
-		err := tx.Queue(ctx, "UPDATE tasks FORCE INDEX (PRIMARY) SET status = IF(status = ?, ?, NULL), "+set+" WHERE id IN (?"+
+		_, err := tx.ExecContext(ctx, "UPDATE tasks FORCE INDEX (PRIMARY) SET status = IF(status = ?, ?, NULL), "+set+" WHERE id IN (?"+
 			strings.Repeat(", ?", n-1)+")", all...)
 		if err != nil {
 			return fmt.Errorf("transfer %d task(s) %s->%s: %w", n, from, to, err)
@@ -489,13 +489,13 @@ type transferRecord struct {
 	route    events.Route
 }
 
-func (s *Store) record(ctx context.Context, tx *pipeTx, r transferRecord) error {
+func (s *Store) record(ctx context.Context, tx *sql.Tx, r transferRecord) error {
 	_, err := s.recordTx(ctx, tx, r)
 	return err
 }
 
 // recordTx writes the history row, whose event the relay publishes.
-func (s *Store) recordTx(ctx context.Context, tx *pipeTx, r transferRecord) (string, error) {
+func (s *Store) recordTx(ctx context.Context, tx *sql.Tx, r transferRecord) (string, error) {
 	ids, err := recordMany(ctx, tx, []transferRecord{r})
 	if err != nil {
 		return "", fmt.Errorf("task %d: %w", r.taskID, err)

@@ -18,8 +18,8 @@ import (
 	"github.com/axsched/ax/services/internal/testenv"
 )
 
-// replySpy counts the messages the server sends to inboxes, seen from a
-// connection of its own: the answers to publishes.
+// replySpy counts the acknowledgements the server sends to inboxes, seen
+// from a connection of its own.
 func replySpy(t *testing.T, conn *bus.Conn) *atomic.Int64 {
 	t.Helper()
 	spy, err := nats.Connect(conn.URL)
@@ -27,7 +27,7 @@ func replySpy(t *testing.T, conn *bus.Conn) *atomic.Int64 {
 	t.Cleanup(spy.Close)
 	var n atomic.Int64
 	_, err = spy.Subscribe("_INBOX.>", func(m *nats.Msg) {
-		if strings.HasSuffix(m.Subject, ".$FI") || strings.HasPrefix(string(m.Data), `{"stream"`) {
+		if strings.HasPrefix(string(m.Data), `{"stream"`) {
 			n.Add(1)
 		}
 	})
@@ -70,12 +70,10 @@ func idsOf(msgs []bus.Msg) []string {
 	return ids
 }
 
-// TestPublishAnswersABatchOnce: 300 events and 5 work messages in one call
-// are stored in order, every header kept, with a handful of answers from
-// the server instead of one per message; published again with new ones
-// behind them (the first message a duplicate, which ends a fast batch at
-// once), every message is there exactly once.
-func TestPublishAnswersABatchOnce(t *testing.T) {
+// TestPublishStoresEveryMessageOnce: 300 events and 5 work messages in one
+// call are stored in order, every header kept, each acknowledged; published
+// again with new ones behind them, every message is there exactly once.
+func TestPublishStoresEveryMessageOnce(t *testing.T) {
 	conn := testenv.NATS(t)
 	replies := replySpy(t, conn)
 	ctx := context.Background()
@@ -85,9 +83,7 @@ func TestPublishAnswersABatchOnce(t *testing.T) {
 		msgs = append(msgs, bus.Msg{Subject: events.SubjectDue, EventType: events.TypeTaskDue, Data: []byte(fmt.Sprint(i))})
 	}
 	require.NoError(t, conn.Publish(ctx, msgs))
-	time.Sleep(100 * time.Millisecond) // for answers the publisher did not wait for
-	t.Logf("%d answers for %d messages", replies.Load(), len(msgs))
-	require.Less(t, replies.Load(), int64(20), "a batch is answered as a whole, not per message")
+	testenv.Eventually(t, 5*time.Second, "an acknowledgement per message", func() bool { return replies.Load() == int64(len(msgs)) })
 	stored := storedEvents(t, conn)
 	require.Equal(t, idsOf(msgs[:300]), stored, "every event, once, in order")
 	work := testenv.DrainWork(t, conn, events.SubjectDue)
@@ -117,26 +113,9 @@ func reconfigure(t *testing.T, conn *bus.Conn, stream string, change func(*jetst
 	require.NoError(t, err)
 }
 
-// TestPublishWithoutBatchesAllowed: a stream declared without
-// allow_batched (by an older ax, say) refuses the batch; the messages go
-// one by one instead and all are stored.
-func TestPublishWithoutBatchesAllowed(t *testing.T) {
-	conn := testenv.NATS(t)
-	ctx := context.Background()
-	reconfigure(t, conn, events.StreamEvents, func(cfg *jetstream.StreamConfig) { cfg.AllowBatchPublish = false })
-
-	msgs := eventMsgs(0, 50)
-	require.NoError(t, conn.Publish(ctx, msgs))
-	require.Equal(t, idsOf(msgs), storedEvents(t, conn))
-	more := eventMsgs(50, 100)
-	require.NoError(t, conn.Publish(ctx, more))
-	require.Equal(t, idsOf(append(msgs, more...)), storedEvents(t, conn))
-}
-
-// TestPublishRefusedMidBatch: a message the stream refuses in the middle
-// of a batch ends it there; the messages after it are sent again one by
-// one, so the call reports the refused one and stores all the others.
-func TestPublishRefusedMidBatch(t *testing.T) {
+// TestPublishRefusedMessage: a message the stream refuses among others is
+// reported, and all the others are stored.
+func TestPublishRefusedMessage(t *testing.T) {
 	conn := testenv.NATS(t)
 	ctx := context.Background()
 	reconfigure(t, conn, events.StreamEvents, func(cfg *jetstream.StreamConfig) { cfg.MaxMsgSize = 1024 })
@@ -150,30 +129,9 @@ func TestPublishRefusedMidBatch(t *testing.T) {
 	require.Equal(t, want, storedEvents(t, conn))
 }
 
-// TestEnsureStreamsAllowsBatches: streams declared by an older ax, without
-// allow_batched, are updated to allow them.
-func TestEnsureStreamsAllowsBatches(t *testing.T) {
-	conn := testenv.NATS(t)
-	ctx := context.Background()
-	for _, name := range []string{events.StreamEvents, events.StreamWork} {
-		reconfigure(t, conn, name, func(cfg *jetstream.StreamConfig) {
-			require.True(t, cfg.AllowBatchPublish, name)
-			cfg.AllowBatchPublish = false
-		})
-	}
-	require.NoError(t, bus.EnsureStreams(ctx, conn.JS, bus.StreamOptions{}))
-	for _, name := range []string{events.StreamEvents, events.StreamWork} {
-		s, err := conn.JS.Stream(ctx, name)
-		require.NoError(t, err)
-		info, err := s.Info(ctx)
-		require.NoError(t, err)
-		require.True(t, info.Config.AllowBatchPublish, name)
-	}
-}
-
 // silence puts in AX_EVENTS's place a subscriber that takes every message
-// and never answers: a batch sent there waits for an answer that does not
-// come.
+// and never answers: a publish sent there waits for an answer that does
+// not come.
 func silence(t *testing.T, conn *bus.Conn) {
 	t.Helper()
 	require.NoError(t, conn.JS.DeleteStream(context.Background(), events.StreamEvents))
@@ -185,10 +143,10 @@ func silence(t *testing.T, conn *bus.Conn) {
 	require.NoError(t, sink.Flush())
 }
 
-// TestPublishUnansweredBatch: a batch whose answer never comes ends with
-// the caller's deadline, and with an error as soon as the connection
-// drops (the server forgets unfinished batches), never by hanging.
-func TestPublishUnansweredBatch(t *testing.T) {
+// TestPublishUnanswered: publishes whose answers never come end with the
+// caller's deadline, and with an error as soon as the connection drops,
+// never by hanging.
+func TestPublishUnanswered(t *testing.T) {
 	srv, conn := testenv.NATSServer(t)
 	silence(t, conn)
 	msgs := eventMsgs(0, 10)
@@ -214,14 +172,14 @@ func TestPublishUnansweredBatch(t *testing.T) {
 }
 
 // TestPublishWithoutDeadlineIsBounded: a caller without a deadline whose
-// batch is never answered, on a connection that stays up, gets an error
-// after publishWaitMax instead of waiting for ever; so do plain publishes.
+// publishes are never answered, on a connection that stays up, gets an
+// error after publishWaitMax instead of waiting for ever.
 func TestPublishWithoutDeadlineIsBounded(t *testing.T) {
 	conn := testenv.NATS(t)
 	silence(t, conn)
 	defer func(d time.Duration) { *bus.PublishWaitMax = d }(*bus.PublishWaitMax)
 	*bus.PublishWaitMax = 300 * time.Millisecond
-	for _, n := range []int{10, 1} { // a fast batch, a plain publish
+	for _, n := range []int{10, 1} {
 		err := conn.Publish(context.Background(), eventMsgs(0, n))
 		require.ErrorIs(t, err, context.DeadlineExceeded, "%d message(s)", n)
 	}
