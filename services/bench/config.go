@@ -74,6 +74,9 @@ type Config struct {
 	// (not the throughput process-only run) write CPU profiles there
 	// (local mode).
 	CPUProfileDir string
+	// AxFlags are passed to every ax process local mode starts, after its
+	// own flags (so they win), e.g. --relay-gap-tracking=false.
+	AxFlags []string
 
 	// API is the submitter of a running deployment (remote mode); NATSURL
 	// is its NATS, PIDs the processes whose cost to report.

@@ -192,6 +192,7 @@ func (l *local) startAx(ctx context.Context, dsn, natsURL, label string, profile
 			if profile {
 				args = append(args, "--cpuprofile", filepath.Join(l.cfg.CPUProfileDir, label+"-"+svc+".pprof"))
 			}
+			args = append(args, l.cfg.AxFlags...)
 			c, err := startChild("ax-"+svc, l.dir, l.cfg.AxBin, args...)
 			if err != nil {
 				return "", err

@@ -114,6 +114,9 @@ type Relay struct {
 	renewAt, validUntil time.Time
 	// nextTake is when a standby tries to take the lease again.
 	nextTake time.Time
+	// fault, set only by tests, fails a publish before (fault(false)) or
+	// after (fault(true)) JetStream acknowledged it.
+	fault func(acked bool) error
 }
 
 // New builds a relay.
@@ -395,10 +398,20 @@ func (r *Relay) publish(ctx context.Context, rows []store.OutboxRow) error {
 			CorrelationID: row.CorrelationID, Data: row.Payload,
 		})
 	}
+	if r.fault != nil {
+		if err := r.fault(false); err != nil {
+			return err
+		}
+	}
 	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	if err := r.conn.Publish(pctx, msgs); err != nil {
 		return err
+	}
+	if r.fault != nil {
+		if err := r.fault(true); err != nil {
+			return err
+		}
 	}
 	if len(tasks) > 0 {
 		r.cfg.Dispatch.Sent(ctx, tasks)

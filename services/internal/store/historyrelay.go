@@ -20,6 +20,10 @@ const historyCursor = "task_history"
 const (
 	GapGraceDefault   = 250 * time.Millisecond
 	LateWindowDefault = 10 * time.Minute
+	// recheckEvery is how often watched holes are read again: a row in one
+	// is late already, and the read costs a range per hole, while a relay
+	// makes hundreds of passes a second.
+	recheckEvery = 100 * time.Millisecond
 )
 
 // HistoryGaps is what one relay remembers between passes about holes in
@@ -64,6 +68,8 @@ type HistoryGaps struct {
 	pending map[int64]time.Time
 	// passed: holes given up on, watched until their deadline.
 	passed []passedGap
+	// nextRecheck is when the watched holes are read again.
+	nextRecheck time.Time
 	// step is the server's auto_increment_increment (1 unless a
 	// multi-primary setup spaces IDs out), read on the first pass.
 	step int64
@@ -146,7 +152,13 @@ func (s *Store) RelayHistory(ctx context.Context, cursor int64, limit int, gaps 
 		return RelayResult{}, err
 	}
 	if gaps.Settle > 0 {
-		p.take, p.next, p.held = gaps.settled(cursor, rows)
+		var newest int64
+		if len(rows) >= limit {
+			if err := s.db.QueryRowContext(ctx, `SELECT COALESCE(MAX(id), 0) FROM task_history`).Scan(&newest); err != nil {
+				return RelayResult{}, fmt.Errorf("read newest history ID: %w", err)
+			}
+		}
+		p.take, p.next, p.held = gaps.settled(cursor, rows, newest)
 	} else {
 		p.take, p.next, p.held, p.passed = gaps.advance(cursor, rows)
 	}
@@ -321,10 +333,11 @@ func (g *HistoryGaps) commit(p gapPlan) {
 // past their window, and returns the holes as they are once the rows found
 // are published (each split around them).
 func (g *HistoryGaps) recheck(ctx context.Context, q querier) (found []historyEvent, rest []passedGap, err error) {
-	if len(g.passed) == 0 {
-		return nil, nil, nil
-	}
 	now := g.now()
+	if len(g.passed) == 0 || now.Before(g.nextRecheck) {
+		return nil, g.passed, nil
+	}
+	g.nextRecheck = now.Add(recheckEvery)
 	kept := g.passed[:0]
 	var ranges []idRange
 	for _, p := range g.passed {
@@ -335,7 +348,7 @@ func (g *HistoryGaps) recheck(ctx context.Context, q querier) (found []historyEv
 	}
 	g.passed = kept
 	if len(kept) == 0 {
-		return nil, nil, nil
+		return nil, kept, nil
 	}
 	found, err = readRanges(ctx, q, ranges)
 	if err != nil || len(found) == 0 {
@@ -386,7 +399,7 @@ func (g *HistoryGaps) restore(text string) error {
 		}
 		passed = append(passed, passedGap{idRange{from, to}, time.UnixMilli(until)})
 	}
-	g.passed = passed
+	g.passed, g.nextRecheck = passed, time.Time{}
 	clear(g.pending)
 	return nil
 }

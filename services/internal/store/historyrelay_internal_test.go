@@ -145,33 +145,44 @@ func TestHistorySettled(t *testing.T) {
 		return out
 	}
 	rows := []historyEvent{{id: 11}, {id: 13}}
-	take, next, held := g.settled(10, rows)
+	take, next, held := g.settled(10, rows, 0)
 	require.Equal(t, []int64{}, ids(take), "nothing seen Settle ago yet")
 	require.EqualValues(t, 10, next)
 	require.True(t, held)
 
 	now = now.Add(60 * time.Millisecond)
 	rows = append(rows, historyEvent{id: 16})
-	take, next, held = g.settled(10, rows)
+	take, next, held = g.settled(10, rows, 0)
 	require.Equal(t, []int64{}, ids(take))
 	require.EqualValues(t, 10, next)
 	require.True(t, held)
 
 	now = now.Add(40 * time.Millisecond) // 13 seen 100 ms ago, 16 only 40
-	take, next, held = g.settled(10, rows)
+	take, next, held = g.settled(10, rows, 0)
 	require.Equal(t, []int64{11, 13}, ids(take), "the hole at 12 is final")
 	require.EqualValues(t, 13, next)
 	require.True(t, held)
 
 	now = now.Add(60 * time.Millisecond)
-	take, next, held = g.settled(13, rows[2:])
+	take, next, held = g.settled(13, rows[2:], 0)
 	require.Equal(t, []int64{16}, ids(take))
 	require.EqualValues(t, 16, next)
 	require.False(t, held)
-	take, next, held = g.settled(16, nil)
+	take, next, held = g.settled(16, nil, 0)
 	require.Empty(t, take)
 	require.EqualValues(t, 16, next)
 	require.False(t, held)
+
+	// A read cut off by its limit marks the newest ID past it: the rows
+	// behind wait one Settle, not one per batch.
+	take, _, _ = g.settled(16, []historyEvent{{id: 17}, {id: 18}}, 40)
+	require.Empty(t, take)
+	now = now.Add(100 * time.Millisecond)
+	take, next, _ = g.settled(16, []historyEvent{{id: 17}, {id: 18}}, 40)
+	require.Equal(t, []int64{17, 18}, ids(take))
+	take, next, _ = g.settled(next, []historyEvent{{id: 19}, {id: 40}, {id: 41}}, 41)
+	require.Equal(t, []int64{19, 40}, ids(take))
+	require.EqualValues(t, 40, next)
 }
 
 func TestStatusOfNamesEveryStatusWithoutAllocating(t *testing.T) {

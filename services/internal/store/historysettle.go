@@ -22,10 +22,17 @@ type idMark struct {
 // bound is a rollback, final, and the rows around it go out in ID order.
 // Nothing here depends on the publish succeeding: the marks are only what
 // was seen, true whatever happens next.
-func (g *HistoryGaps) settled(cursor int64, rows []historyEvent) (take []historyEvent, next int64, held bool) {
+//
+// newest is the highest committed ID the pass saw: the last of rows, or
+// past them when the read was cut off by its limit (so a backlog goes out
+// a batch per pass, not a batch per Settle).
+func (g *HistoryGaps) settled(cursor int64, rows []historyEvent, newest int64) (take []historyEvent, next int64, held bool) {
 	now := g.now()
-	if n := len(rows); n > 0 && (len(g.marks) == 0 || rows[n-1].id > g.marks[len(g.marks)-1].id) {
-		g.marks = append(g.marks, idMark{now, rows[n-1].id})
+	if n := len(rows); n > 0 {
+		newest = max(newest, rows[n-1].id)
+	}
+	if newest > 0 && (len(g.marks) == 0 || newest > g.marks[len(g.marks)-1].id) {
+		g.marks = append(g.marks, idMark{now, newest})
 	}
 	old := sort.Search(len(g.marks), func(i int) bool { return now.Sub(g.marks[i].at) < g.Settle })
 	if old == 0 {
