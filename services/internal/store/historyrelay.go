@@ -145,22 +145,9 @@ func (s *Store) RelayHistory(ctx context.Context, cursor int64, limit int, gaps 
 		return RelayResult{}, err
 	}
 	defer func() { gaps.buf = rows[:0] }()
-	var p gapPlan
-	// A relay without gap tracking still watches the holes it took over
-	// from one with it.
-	if p.late, p.rest, err = gaps.recheck(ctx, s.db); err != nil {
+	p, err := s.planPass(ctx, cursor, limit, rows, gaps)
+	if err != nil {
 		return RelayResult{}, err
-	}
-	if gaps.Settle > 0 {
-		var newest int64
-		if len(rows) >= limit {
-			if err := s.db.QueryRowContext(ctx, `SELECT COALESCE(MAX(id), 0) FROM task_history`).Scan(&newest); err != nil {
-				return RelayResult{}, fmt.Errorf("read newest history ID: %w", err)
-			}
-		}
-		p.take, p.next, p.held = gaps.settled(cursor, rows, newest)
-	} else {
-		p.take, p.next, p.held, p.passed = gaps.advance(cursor, rows)
 	}
 	all := p.take
 	if len(p.late) > 0 {
@@ -184,6 +171,27 @@ func (s *Store) RelayHistory(ctx context.Context, cursor int64, limit int, gaps 
 	}
 	gaps.commit(p)
 	return RelayResult{Relayed: len(batch), Next: p.next, Held: p.held, Full: len(rows) >= limit}, nil
+}
+
+// planPass decides what a pass over rows publishes: late rows from the
+// watched holes (a relay without gap tracking still watches those it took
+// over from one with it), then the rows past cursor that may go out.
+func (s *Store) planPass(ctx context.Context, cursor int64, limit int, rows []historyEvent, gaps *HistoryGaps) (p gapPlan, err error) {
+	if p.late, p.rest, err = gaps.recheck(ctx, s.db); err != nil {
+		return p, err
+	}
+	if gaps.Settle <= 0 {
+		p.take, p.next, p.held, p.passed = gaps.advance(cursor, rows)
+		return p, nil
+	}
+	var newest int64
+	if len(rows) >= limit {
+		if err := s.db.QueryRowContext(ctx, `SELECT COALESCE(MAX(id), 0) FROM task_history`).Scan(&newest); err != nil {
+			return p, fmt.Errorf("read newest history ID: %w", err)
+		}
+	}
+	p.take, p.next, p.held = gaps.settled(cursor, rows, newest)
+	return p, nil
 }
 
 // The history relay's lease. One relay at a time walks task_history: the
