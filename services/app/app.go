@@ -124,6 +124,9 @@ func (c *Config) Validate(services []Service) error {
 	if c.HTTPAddr == "" {
 		return errors.New("http address is empty")
 	}
+	if c.Relay.NoGapTracking && c.Relay.Settle <= 0 {
+		return fmt.Errorf("relay settle window %s: must be positive when gap tracking is off", c.Relay.Settle)
+	}
 	if c.NodeID < 0 || c.NodeID > 1023 {
 		return fmt.Errorf("node id %d is outside 0..1023", c.NodeID)
 	}

@@ -267,6 +267,26 @@ func TestEndToEndThousandNoopTasks(t *testing.T) {
 	require.Equal(t, 1, h.History[2].Attempt)
 }
 
+// TestEndToEndWithoutGapTracking: with the plain relay (no gap tracking,
+// events a settle window behind the newest history row) every task runs
+// and every history row's event reaches the stream.
+func TestEndToEndWithoutGapTracking(t *testing.T) {
+	_, k := testenv.Redis(t)
+	sys := startSystem(t, "127.0.0.1:6379", k.Prefix, func(c *app.Config) {
+		c.Relay.NoGapTracking, c.Relay.Settle = true, 200*time.Millisecond
+	})
+	const n = 200
+	submitMany(t, sys.api, n, 8, contracts.SubmitRequest{Type: "ax.noop"})
+	testenv.Eventually(t, 60*time.Second, "all tasks SUCCESS", func() bool {
+		return sys.countStatus(t, contracts.StatusSuccess) == n
+	})
+	want := sys.historyRows(t)
+	require.Equal(t, 3*n, want)
+	testenv.Eventually(t, 30*time.Second, "one event per history row", func() bool {
+		return streamMsgs(t, sys.natsURL) == uint64(want)
+	})
+}
+
 // TestRedisLossLosesNoTask wipes and restarts Redis while 2,000 delayed
 // tasks wait in it, without restarting any service: the timer notices the
 // lost index and rebuilds it from MySQL; every task runs once and none early.

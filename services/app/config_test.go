@@ -42,3 +42,18 @@ func TestConfigValidateIdempotencyRetention(t *testing.T) {
 		}
 	}
 }
+
+func TestConfigValidateRelaySettle(t *testing.T) {
+	for _, tc := range []struct {
+		off    bool
+		settle time.Duration
+		ok     bool
+	}{{false, 0, true}, {true, time.Second, true}, {true, 0, false}, {true, -time.Second, false}} {
+		c := app.Config{MySQLDSN: "root@tcp(127.0.0.1:3306)/ax", RedisAddr: "127.0.0.1:6379", NATSURL: "nats://127.0.0.1:4222",
+			HTTPAddr: "127.0.0.1:0", Node: "n"}
+		c.Relay.NoGapTracking, c.Relay.Settle = tc.off, tc.settle
+		if err := c.Validate([]app.Service{app.Submitter}); (err == nil) != tc.ok {
+			t.Errorf("gap tracking off %v, settle %s: err = %v, want ok = %v", tc.off, tc.settle, err, tc.ok)
+		}
+	}
+}

@@ -75,9 +75,8 @@ type Config struct {
 	// (not the throughput process-only run) write CPU profiles there
 	// (local mode).
 	CPUProfileDir string
-	// AxFlags are passed to every ax process started (local mode), after
-	// the harness's own: settings under comparison, such as
-	// --fetchers=1.
+	// AxFlags are passed to every ax process local mode starts, after its
+	// own flags (so they win), e.g. --relay-gap-tracking=false.
 	AxFlags []string
 
 	// API is the submitter of a running deployment (remote mode); NATSURL

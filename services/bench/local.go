@@ -189,10 +189,10 @@ func (l *local) startAx(ctx context.Context, dsn, natsURL, label string, profile
 				"--mysql-dsn", dsn, "--redis-addr", l.cfg.RedisAddr, "--redis-prefix", l.prefix,
 				"--nats-url", natsURL, "--concurrency", strconv.Itoa(l.cfg.Concurrency),
 				"--migrate=false", "--log-level", "warn", "--builtins"}
-			args = append(args, l.cfg.AxFlags...)
 			if profile {
 				args = append(args, "--cpuprofile", filepath.Join(l.cfg.CPUProfileDir, label+"-"+svc+".pprof"))
 			}
+			args = append(args, l.cfg.AxFlags...)
 			c, err := startChild("ax-"+svc, l.dir, l.cfg.AxBin, args...)
 			if err != nil {
 				return "", err

@@ -75,7 +75,7 @@ Progress goes to stderr, results to stdout. See docs/benchmarks.md.`,
 	fs.StringVar(&cfg.MySQLDSN, "mysql-dsn", bench.MySQLDSNDefault, "local mode: MySQL server; each run gets a fresh database <name>_<random>, dropped after. Remote mode: the deployment's database")
 	fs.StringVar(&cfg.RedisAddr, "redis-addr", bench.RedisAddrDefault, "local mode: Redis for the started ax (a fresh key prefix per run, deleted after)")
 	fs.StringVar(&cfg.CPUProfileDir, "cpuprofile", "", "local mode: directory where the ax processes write CPU profiles, one file per run and process (<workload>-<rep>-<process>.pprof)")
-	fs.StringArrayVar(&cfg.AxFlags, "ax-flag", nil, "local mode: pass a flag to every ax process started, e.g. --ax-flag=--fetchers=1 (repeatable)")
+	fs.StringArrayVar(&cfg.AxFlags, "ax-flag", nil, "local mode: pass a flag to every started ax process, e.g. --ax-flag=--relay-gap-tracking=false (repeatable)")
 	fs.StringVar(&cfg.API, "api", "", "remote mode: submitter base URL of a running deployment")
 	fs.StringVar(&cfg.NATSURL, "nats-url", "", "remote mode: the deployment's NATS, where ax.bench reports arrive")
 	fs.StringArrayVar(&pids, "pid", nil, "remote mode: sample a process's CPU and RSS, as name=PID (repeatable)")

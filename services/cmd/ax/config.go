@@ -18,6 +18,7 @@ import (
 	"github.com/axsched/ax/services/executor"
 	"github.com/axsched/ax/services/internal/natsembed"
 	"github.com/axsched/ax/services/internal/ring"
+	"github.com/axsched/ax/services/internal/store"
 )
 
 // Documented defaults (docs/operations.md lists them all).
@@ -87,7 +88,9 @@ type serverFlags struct {
 	webhooks    []string
 	secretFile  string
 	heartbeat   time.Duration
-	cpuProfile  string
+	// relayGapTracking is the inverse of cfg.Relay.NoGapTracking.
+	relayGapTracking bool
+	cpuProfile       string
 }
 
 func defaultNode() string {
@@ -108,6 +111,8 @@ func (f *serverFlags) register(fs *pflag.FlagSet, command string) {
 	fs.IntVar(&c.StreamReplicas, "stream-replicas", envInt("AX_STREAM_REPLICAS", 1), "JetStream stream replicas (3 on a cluster) [AX_STREAM_REPLICAS]")
 	fs.StringVar(&c.HTTPAddr, "http", envStr("AX_HTTP_ADDR", serviceHTTPDefaults[command]), "HTTP address for the API (submitter) and /livez /readyz /metrics [AX_HTTP_ADDR]")
 	fs.IntVar(&c.Shards, "shards", envInt("AX_SHARDS", ring.DefaultShards), "shards of each task type's consistent hash ring, 1..4096 (64 or 256); the same on every process of a cluster (dispatchers, relays and timers route by it) [AX_SHARDS]")
+	fs.BoolVar(&f.relayGapTracking, "relay-gap-tracking", envBool("AX_RELAY_GAP_TRACKING", true), "publish history rows past holes in their IDs at once and watch the holes for late rows; false: publish only rows settled for --relay-settle [AX_RELAY_GAP_TRACKING]")
+	fs.DurationVar(&c.Relay.Settle, "relay-settle", envDur("AX_RELAY_SETTLE", store.SettleDefault), "without gap tracking, how long the relay stays behind the newest history row; longer than any transaction that writes history [AX_RELAY_SETTLE]")
 	fs.StringVar(&c.Node, "node", envStr("AX_NODE", defaultNode()), "name of this process in history, locks and task rows [AX_NODE]")
 	fs.Int64Var(&c.NodeID, "node-id", int64(envInt("AX_NODE_ID", rand.IntN(1024))), "snowflake node ID 0..1023, distinct per submitter (default random) [AX_NODE_ID]")
 	fs.BoolVar(&c.Migrate, "migrate", envBool("AX_MIGRATE", true), "apply pending migrations at start [AX_MIGRATE]")

@@ -44,6 +44,7 @@ func newServerCmd(name, short string, services []app.Service, embedded bool) *co
 			cfg.NATSTypes = f.natsTypes()
 			cfg.Executor.HeartbeatInterval = f.heartbeat
 			cfg.Reaper.HeartbeatInterval = f.heartbeat
+			cfg.Relay.NoGapTracking = !f.relayGapTracking
 			stopProfile, err := startCPUProfile(f.cpuProfile)
 			if err != nil {
 				return err

@@ -77,6 +77,15 @@ type Config struct {
 	// behind it before it is taken for a rolled-back transaction
 	// (store.HistoryGaps).
 	GapGrace time.Duration
+	// NoGapTracking turns the gap tracker off (store.HistoryGaps): the
+	// relay publishes a history row only once it saw a row at or past its
+	// ID Settle ago, and takes every hole below for a rollback. Simpler,
+	// slower by Settle, and safe only while every transaction that writes
+	// history commits within Settle.
+	NoGapTracking bool
+	// Settle is how far the relay without gap tracking stays behind the
+	// newest row (default store.SettleDefault, 1 s).
+	Settle time.Duration
 	// LeaseTTL is how long the history lease lasts without renewal: how
 	// long a holder that died without releasing it holds events back.
 	LeaseTTL time.Duration
@@ -110,6 +119,9 @@ type Relay struct {
 	renewAt, validUntil time.Time
 	// nextTake is when a standby tries to take the lease again.
 	nextTake time.Time
+	// fault, set only by tests, fails a publish before (fault(false)) or
+	// after (fault(true)) JetStream acknowledged it.
+	fault func(acked bool) error
 }
 
 // New builds a relay.
@@ -123,12 +135,23 @@ func New(cfg Config, st *store.Store, conn *bus.Conn, logger *slog.Logger) *Rela
 	if cfg.LeaseTTL <= 0 {
 		cfg.LeaseTTL = LeaseTTLDefault
 	}
+	if cfg.Settle <= 0 {
+		cfg.Settle = store.SettleDefault
+	}
 	if cfg.Holder == "" {
 		host, _ := os.Hostname()
 		cfg.Holder = HolderName(host)
 	}
 	return &Relay{cfg: cfg, store: st, conn: conn, logger: logger.With("component", "outbox_relay", "holder", cfg.Holder),
-		gaps: store.NewHistoryGaps(cfg.GapGrace, 0), remote: make(chan struct{}, 1)}
+		gaps: newGaps(cfg), remote: make(chan struct{}, 1)}
+}
+
+func newGaps(cfg Config) *store.HistoryGaps {
+	g := store.NewHistoryGaps(cfg.GapGrace, 0)
+	if cfg.NoGapTracking {
+		g.Settle = cfg.Settle
+	}
+	return g
 }
 
 // HolderName names a relay for the lease: node plus a random suffix, so
@@ -253,7 +276,7 @@ func (r *Relay) release(ctx context.Context) {
 		return
 	}
 	r.held = false
-	if err := r.store.ReleaseRelayLease(ctx, r.cfg.Holder, r.cursor); err != nil {
+	if err := r.store.ReleaseRelayLease(ctx, r.cfg.Holder, r.cursor, r.gaps); err != nil {
 		r.logger.Warn("release relay lease; it lapses by itself", "err", err)
 	}
 }
@@ -282,7 +305,7 @@ func (r *Relay) lease(ctx context.Context) (bool, error) {
 		if now.Before(r.renewAt) && now.Before(r.validUntil) {
 			return true, nil
 		}
-		ok, err := r.store.RenewRelayLease(ctx, r.cfg.Holder, ttl, r.cursor)
+		ok, err := r.store.RenewRelayLease(ctx, r.cfg.Holder, ttl, r.cursor, r.gaps)
 		switch {
 		case err != nil:
 			if time.Now().After(r.validUntil) {
@@ -303,14 +326,16 @@ func (r *Relay) lease(ctx context.Context) (bool, error) {
 		return false, nil
 	}
 	r.nextTake = now.Add(ttl / 3)
-	cursor, ok, err := r.store.TakeRelayLease(ctx, r.cfg.Holder, ttl)
+	cursor, ok, err := r.store.TakeRelayLease(ctx, r.cfg.Holder, ttl, r.gaps)
 	if err != nil || !ok {
 		return false, err
 	}
-	// The stored cursor may be behind where this relay got before it lost
-	// the lease, or ahead (another holder went on); either way every row
-	// up to the larger one has been published.
-	r.held, r.cursor = true, max(r.cursor, cursor)
+	// The stored position is the last holder's, this relay's own included:
+	// its cursor with the holes it still watched below it. This relay may
+	// have got further before it lost the lease, but what it watched then
+	// is not stored, so it starts over from the stored pair, publishing
+	// some events again (JetStream drops them by Nats-Msg-Id).
+	r.held, r.cursor = true, cursor
 	r.leased(now)
 	r.logger.Info("relay lease taken", "cursor", r.cursor)
 	return true, nil
@@ -385,10 +410,20 @@ func (r *Relay) publish(ctx context.Context, rows []store.OutboxRow) error {
 			CorrelationID: row.CorrelationID, Data: row.Payload,
 		})
 	}
+	if r.fault != nil {
+		if err := r.fault(false); err != nil {
+			return err
+		}
+	}
 	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	if err := r.conn.Publish(pctx, msgs); err != nil {
 		return err
+	}
+	if r.fault != nil {
+		if err := r.fault(true); err != nil {
+			return err
+		}
 	}
 	if len(tasks) > 0 {
 		r.cfg.Dispatch.Sent(ctx, tasks)

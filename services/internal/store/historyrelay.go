@@ -20,6 +20,10 @@ const historyCursor = "task_history"
 const (
 	GapGraceDefault   = 250 * time.Millisecond
 	LateWindowDefault = 10 * time.Minute
+	// recheckEvery is how often watched holes are read again: a row in one
+	// is late already, and the read costs a range per hole, while a relay
+	// makes hundreds of passes a second.
+	recheckEvery = 100 * time.Millisecond
 )
 
 // HistoryGaps is what one relay remembers between passes about holes in
@@ -35,16 +39,37 @@ const (
 // rechecked on every pass for LateWindow: a row that shows up in one after
 // all (a transaction that stayed open longer than Grace) is published
 // then, out of order, rather than never.
+//
+// Why nothing is lost: every row up to the cursor has been published,
+// except rows in the watched holes, and both change only after a publish
+// was acknowledged (a hole is forgotten once its late row is published).
+// The cursor and the watched holes are stored together, in one statement,
+// at every lease renewal and release, and a relay taking the lease over
+// starts from both; rows past the stored cursor it reads again. So a row
+// is lost only if its transaction commits more than LateWindow after its
+// hole was passed.
+//
+// With Settle set, holes are not tracked at all (see settled).
 type HistoryGaps struct {
 	// Grace is how long a hole holds back the rows behind it.
 	Grace time.Duration
 	// LateWindow is how long a passed hole is still watched.
 	LateWindow time.Duration
+	// Settle, when positive, turns gap tracking off: a row is published
+	// once the relay has seen a row at or past its ID at least Settle ago,
+	// and holes below are taken as final. Safe while every transaction
+	// that writes history commits within Settle of taking its IDs.
+	Settle time.Duration
+	// marks: the highest ID seen by each pass that saw a higher one, with
+	// when (Settle only).
+	marks []idMark
 
 	// pending: hole start ID -> when this relay first saw it.
 	pending map[int64]time.Time
 	// passed: holes given up on, watched until their deadline.
 	passed []passedGap
+	// nextRecheck is when the watched holes are read again.
+	nextRecheck time.Time
 	// step is the server's auto_increment_increment (1 unless a
 	// multi-primary setup spaces IDs out), read on the first pass.
 	step int64
@@ -105,7 +130,9 @@ type RelayResult struct {
 // renews the lease (RenewRelayLease), so a pass costs one read. A relay
 // that dies before storing it leaves its successor to publish some events
 // again, which JetStream drops by Nats-Msg-Id. See HistoryGaps for how
-// holes in the IDs are handled.
+// holes in the IDs are handled. What gaps remembers changes only once
+// publish returned nil: a pass whose publish fails leaves every row it
+// read, late ones included, to the next pass.
 func (s *Store) RelayHistory(ctx context.Context, cursor int64, limit int, gaps *HistoryGaps, publish func(context.Context, []OutboxRow) error) (RelayResult, error) {
 	if gaps.step == 0 {
 		if err := s.db.QueryRowContext(ctx, `SELECT @@auto_increment_increment`).Scan(&gaps.step); err != nil {
@@ -118,15 +145,13 @@ func (s *Store) RelayHistory(ctx context.Context, cursor int64, limit int, gaps 
 		return RelayResult{}, err
 	}
 	defer func() { gaps.buf = rows[:0] }()
-	late, err := gaps.recheck(ctx, s.db)
+	p, err := s.planPass(ctx, cursor, limit, rows, gaps)
 	if err != nil {
 		return RelayResult{}, err
 	}
-	take, next, held := gaps.advance(cursor, rows)
-	res := RelayResult{Held: held, Full: len(rows) >= limit, Next: cursor}
-	all := take
-	if len(late) > 0 {
-		all = append(late, take...)
+	all := p.take
+	if len(p.late) > 0 {
+		all = append(p.late, p.take...)
 	}
 	batch := make([]OutboxRow, 0, len(all))
 	for _, h := range all {
@@ -144,8 +169,29 @@ func (s *Store) RelayHistory(ctx context.Context, cursor int64, limit int, gaps 
 			return RelayResult{}, fmt.Errorf("publish %d history events: %w", len(batch), err)
 		}
 	}
-	res.Relayed, res.Next = len(batch), next
-	return res, nil
+	gaps.commit(p)
+	return RelayResult{Relayed: len(batch), Next: p.next, Held: p.held, Full: len(rows) >= limit}, nil
+}
+
+// planPass decides what a pass over rows publishes: late rows from the
+// watched holes (a relay without gap tracking still watches those it took
+// over from one with it), then the rows past cursor that may go out.
+func (s *Store) planPass(ctx context.Context, cursor int64, limit int, rows []historyEvent, gaps *HistoryGaps) (p gapPlan, err error) {
+	if p.late, p.rest, err = gaps.recheck(ctx, s.db); err != nil {
+		return p, err
+	}
+	if gaps.Settle <= 0 {
+		p.take, p.next, p.held, p.passed = gaps.advance(cursor, rows)
+		return p, nil
+	}
+	var newest int64
+	if len(rows) >= limit {
+		if err := s.db.QueryRowContext(ctx, `SELECT COALESCE(MAX(id), 0) FROM task_history`).Scan(&newest); err != nil {
+			return p, fmt.Errorf("read newest history ID: %w", err)
+		}
+	}
+	p.take, p.next, p.held = gaps.settled(cursor, rows, newest)
+	return p, nil
 }
 
 // The history relay's lease. One relay at a time walks task_history: the
@@ -155,26 +201,36 @@ func (s *Store) RelayHistory(ctx context.Context, cursor int64, limit int, gaps 
 // for as long as MySQL takes to notice, which can be hours): a stopped
 // holder stops events only until its lease lapses. Every statement is
 // fenced by holder, so a relay that lost the lease can neither renew it
-// nor move the cursor. lease_seq changes on every take and renewal so a
-// matched row always counts as affected.
+// nor move the cursor. The holder's cursor only grows from the one it
+// took over, so it is written as is, with its watched holes. lease_seq
+// changes on every take and renewal so a matched row always counts as
+// affected.
 
 // RelayCursor reads the stored history cursor.
 func (s *Store) RelayCursor(ctx context.Context) (int64, error) {
-	var cursor int64
-	err := s.db.QueryRowContext(ctx, `SELECT last_id FROM event_relay WHERE name = ?`, historyCursor).Scan(&cursor)
+	cursor, _, err := s.relayPosition(ctx)
+	return cursor, err
+}
+
+// relayPosition reads the stored history cursor and the holes below it
+// still watched (HistoryGaps.watchedText).
+func (s *Store) relayPosition(ctx context.Context) (cursor int64, watched string, err error) {
+	var w sql.NullString
+	err = s.db.QueryRowContext(ctx, `SELECT last_id, watched FROM event_relay WHERE name = ?`, historyCursor).Scan(&cursor, &w)
 	if errors.Is(err, sql.ErrNoRows) {
-		return 0, fmt.Errorf("event_relay has no %q row: run `ax migrate up`", historyCursor)
+		return 0, "", fmt.Errorf("event_relay has no %q row: run `ax migrate up`", historyCursor)
 	}
 	if err != nil {
-		return 0, fmt.Errorf("read relay cursor: %w", err)
+		return 0, "", fmt.Errorf("read relay cursor: %w", err)
 	}
-	return cursor, nil
+	return cursor, w.String, nil
 }
 
 // TakeRelayLease takes the lease for holder for ttl if it is free, lapsed
-// or already holder's, and returns the stored cursor; ok is false while
-// another relay holds it.
-func (s *Store) TakeRelayLease(ctx context.Context, holder string, ttl time.Duration) (cursor int64, ok bool, err error) {
+// or already holder's, and returns the stored cursor, with gaps set to
+// watch the holes stored with it; ok is false while another relay holds
+// it, and gaps is unchanged.
+func (s *Store) TakeRelayLease(ctx context.Context, holder string, ttl time.Duration, gaps *HistoryGaps) (cursor int64, ok bool, err error) {
 	res, err := s.db.ExecContext(ctx, `UPDATE event_relay
 		SET holder = ?, lease_until = NOW(3) + INTERVAL ? MICROSECOND, lease_seq = lease_seq + 1
 		WHERE name = ? AND (holder = ? OR holder = '' OR lease_until IS NULL OR lease_until < NOW(3))`,
@@ -188,20 +244,26 @@ func (s *Store) TakeRelayLease(ctx context.Context, holder string, ttl time.Dura
 	}
 	// Read even when the lease is someone else's: a missing cursor row also
 	// matches nothing, and must be an error, not a silent standby forever.
-	cursor, err = s.RelayCursor(ctx)
+	// Read after the take: only the holder writes the position, so this
+	// one is the last holder's and stays this relay's until it writes.
+	cursor, watched, err := s.relayPosition(ctx)
 	if err != nil || n == 0 {
+		return 0, false, err
+	}
+	if err := gaps.restore(watched); err != nil {
 		return 0, false, err
 	}
 	return cursor, true, nil
 }
 
-// RenewRelayLease extends holder's lease by ttl and stores its cursor
-// (never moving it back); ok is false when the lease is another relay's
-// now, and nothing was written.
-func (s *Store) RenewRelayLease(ctx context.Context, holder string, ttl time.Duration, cursor int64) (ok bool, err error) {
+// RenewRelayLease extends holder's lease by ttl and stores its cursor with
+// the holes gaps still watches below it (one statement: the pair is always
+// one holder's at one moment); ok is false when the lease is another
+// relay's now, and nothing was written.
+func (s *Store) RenewRelayLease(ctx context.Context, holder string, ttl time.Duration, cursor int64, gaps *HistoryGaps) (ok bool, err error) {
 	res, err := s.db.ExecContext(ctx, `UPDATE event_relay
-		SET last_id = GREATEST(last_id, ?), lease_until = NOW(3) + INTERVAL ? MICROSECOND, lease_seq = lease_seq + 1
-		WHERE name = ? AND holder = ?`, cursor, ttl.Microseconds(), historyCursor, holder)
+		SET last_id = ?, watched = ?, lease_until = NOW(3) + INTERVAL ? MICROSECOND, lease_seq = lease_seq + 1
+		WHERE name = ? AND holder = ?`, cursor, gaps.watchedText(), ttl.Microseconds(), historyCursor, holder)
 	if err != nil {
 		return false, fmt.Errorf("renew relay lease: %w", err)
 	}
@@ -212,22 +274,36 @@ func (s *Store) RenewRelayLease(ctx context.Context, holder string, ttl time.Dur
 	return n == 1, nil
 }
 
-// ReleaseRelayLease stores holder's cursor and frees the lease at once, so
-// another relay need not wait for it to lapse.
-func (s *Store) ReleaseRelayLease(ctx context.Context, holder string, cursor int64) error {
+// ReleaseRelayLease stores holder's cursor and watched holes and frees the
+// lease at once, so another relay need not wait for it to lapse.
+func (s *Store) ReleaseRelayLease(ctx context.Context, holder string, cursor int64, gaps *HistoryGaps) error {
 	_, err := s.db.ExecContext(ctx, `UPDATE event_relay
-		SET last_id = GREATEST(last_id, ?), holder = '', lease_until = NULL, lease_seq = lease_seq + 1
-		WHERE name = ? AND holder = ?`, cursor, historyCursor, holder)
+		SET last_id = ?, watched = ?, holder = '', lease_until = NULL, lease_seq = lease_seq + 1
+		WHERE name = ? AND holder = ?`, cursor, gaps.watchedText(), historyCursor, holder)
 	if err != nil {
 		return fmt.Errorf("release relay lease: %w", err)
 	}
 	return nil
 }
 
+// gapPlan is what one pass found: the rows to publish and how the holes
+// change once they are published.
+type gapPlan struct {
+	// late are rows that turned up in watched holes; take are the rows
+	// past the cursor that may go out now, up to next.
+	late, take []historyEvent
+	next       int64
+	held       bool
+	// rest is the watched holes without the late rows; passed the holes
+	// this pass gives up on.
+	rest, passed []passedGap
+}
+
 // advance walks rows (ordered by ID, all > cursor) and returns those that
-// may be published now, the new cursor, and whether a young hole holds the
-// rest back.
-func (g *HistoryGaps) advance(cursor int64, rows []historyEvent) (take []historyEvent, next int64, held bool) {
+// may be published now, the new cursor, whether a young hole holds the
+// rest back, and the holes passed on the way. It only records when it
+// first saw a hole: the rest changes in commit, after the publish.
+func (g *HistoryGaps) advance(cursor int64, rows []historyEvent) (take []historyEvent, next int64, held bool, passed []passedGap) {
 	now := g.now()
 	step := max(g.step, 1)
 	next = cursor
@@ -240,29 +316,36 @@ func (g *HistoryGaps) advance(cursor int64, rows []historyEvent) (take []history
 				first = now
 			}
 			if now.Sub(first) < g.Grace {
-				return rows[:i], next, true
+				return rows[:i], next, true, passed
 			}
-			delete(g.pending, from)
-			g.passed = append(g.passed, passedGap{idRange{from, to}, now.Add(g.LateWindow)})
+			passed = append(passed, passedGap{idRange{from, to}, now.Add(g.LateWindow)})
 		}
 		next = h.id
 	}
-	// Holes that filled (or were passed by another relay) are forgotten.
+	return rows, next, false, passed
+}
+
+// commit applies a pass whose events were acknowledged: late rows leave
+// their holes, passed holes are watched, and holes below the new cursor
+// (passed, filled, or passed by another relay) are no longer pending.
+func (g *HistoryGaps) commit(p gapPlan) {
+	g.passed = append(p.rest, p.passed...)
 	for from := range g.pending {
-		if from <= next {
+		if from <= p.next {
 			delete(g.pending, from)
 		}
 	}
-	return rows, next, false
 }
 
-// recheck reads rows that turned up in passed holes and stops watching
-// holes past their window.
-func (g *HistoryGaps) recheck(ctx context.Context, q querier) ([]historyEvent, error) {
-	if len(g.passed) == 0 {
-		return nil, nil
-	}
+// recheck reads rows that turned up in watched holes, stops watching holes
+// past their window, and returns the holes as they are once the rows found
+// are published (each split around them).
+func (g *HistoryGaps) recheck(ctx context.Context, q querier) (found []historyEvent, rest []passedGap, err error) {
 	now := g.now()
+	if len(g.passed) == 0 || now.Before(g.nextRecheck) {
+		return nil, g.passed, nil
+	}
+	g.nextRecheck = now.Add(recheckEvery)
 	kept := g.passed[:0]
 	var ranges []idRange
 	for _, p := range g.passed {
@@ -273,15 +356,13 @@ func (g *HistoryGaps) recheck(ctx context.Context, q querier) ([]historyEvent, e
 	}
 	g.passed = kept
 	if len(kept) == 0 {
-		return nil, nil
+		return nil, kept, nil
 	}
-	found, err := readRanges(ctx, q, ranges)
+	found, err = readRanges(ctx, q, ranges)
 	if err != nil || len(found) == 0 {
-		return nil, err
+		return nil, kept, err
 	}
-	// Found rows leave their holes: split each hole around them.
-	var rest []passedGap
-	for _, p := range g.passed {
+	for _, p := range kept {
 		from := p.from
 		for _, h := range found {
 			if h.id < from || h.id > p.to {
@@ -296,8 +377,39 @@ func (g *HistoryGaps) recheck(ctx context.Context, q querier) ([]historyEvent, e
 			rest = append(rest, passedGap{idRange{from, p.to}, p.until})
 		}
 	}
-	g.passed = rest
-	return found, nil
+	return found, rest, nil
+}
+
+// watchedText encodes the watched holes for event_relay.watched:
+// comma-separated from-to@until (IDs inclusive, until in Unix ms).
+func (g *HistoryGaps) watchedText() string {
+	var b strings.Builder
+	for i, p := range g.passed {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, "%d-%d@%d", p.from, p.to, p.until.UnixMilli())
+	}
+	return b.String()
+}
+
+// restore replaces what g remembers with the watched holes stored with the
+// cursor a relay takes over from; holes past the cursor are found again.
+func (g *HistoryGaps) restore(text string) error {
+	var passed []passedGap
+	for f := range strings.SplitSeq(text, ",") {
+		if f == "" {
+			continue
+		}
+		var from, to, until int64
+		if _, err := fmt.Sscanf(f, "%d-%d@%d", &from, &to, &until); err != nil || from > to {
+			return fmt.Errorf("event_relay.watched: bad hole %q (want from-to@until_unix_ms)", f)
+		}
+		passed = append(passed, passedGap{idRange{from, to}, time.UnixMilli(until)})
+	}
+	g.passed, g.nextRecheck = passed, time.Time{}
+	clear(g.pending)
+	return nil
 }
 
 // querier is a pool or a transaction.

@@ -57,16 +57,17 @@ func TestHistoryGapsAdvance(t *testing.T) {
 			for from, ago := range tc.seenAgo {
 				g.pending[from] = now.Add(-ago)
 			}
-			take, next, held := g.advance(tc.cursor, tc.rows)
+			take, next, held, passed := g.advance(tc.cursor, tc.rows)
+			g.commit(gapPlan{next: next, rest: g.passed, passed: passed})
 			require.Equal(t, tc.take, idsOf(take))
 			require.Equal(t, tc.next, next)
 			require.Equal(t, tc.held, held)
-			var passed []idRange
+			var watched []idRange
 			for _, p := range g.passed {
 				require.Equal(t, now.Add(time.Minute), p.until)
-				passed = append(passed, p.idRange)
+				watched = append(watched, p.idRange)
 			}
-			require.Equal(t, tc.passed, passed)
+			require.Equal(t, tc.passed, watched)
 			pend := []int64{}
 			for from := range g.pending {
 				pend = append(pend, from)
@@ -88,17 +89,100 @@ func TestHistoryGapsGraceRunsFromFirstSight(t *testing.T) {
 	rows := []historyEvent{{id: 1}, {id: 3}}
 	for _, step := range []time.Duration{0, 50 * time.Millisecond, 40 * time.Millisecond} {
 		now = now.Add(step)
-		take, next, held := g.advance(0, rows)
+		take, next, held, passed := g.advance(0, rows)
+		require.Empty(t, passed)
 		require.True(t, held)
 		require.Len(t, take, 1)
 		require.EqualValues(t, 1, next)
 	}
 	now = now.Add(10 * time.Millisecond)
-	take, next, held := g.advance(0, rows)
+	take, next, held, passed := g.advance(0, rows)
 	require.False(t, held)
 	require.Len(t, take, 2)
 	require.EqualValues(t, 3, next)
+	require.Zero(t, g.Watched(), "watched only once the pass is published")
+	g.commit(gapPlan{next: next, passed: passed})
 	require.Equal(t, 1, g.Watched())
+}
+
+// The watched holes survive the round trip through event_relay.watched,
+// and a relay taking over starts from them alone.
+func TestHistoryGapsWatchedRoundTrip(t *testing.T) {
+	until := time.UnixMilli(1_700_000_000_123)
+	g := NewHistoryGaps(0, 0)
+	g.passed = []passedGap{{idRange{12, 14}, until}, {idRange{20, 20}, until.Add(time.Second)}}
+	text := g.watchedText()
+	require.Equal(t, "12-14@1700000000123,20-20@1700000001123", text)
+
+	h := NewHistoryGaps(0, 0)
+	h.pending[30] = until
+	h.passed = []passedGap{{idRange{1, 2}, until}}
+	require.NoError(t, h.restore(text))
+	require.Equal(t, g.passed, h.passed)
+	require.Empty(t, h.pending, "holes past the stored cursor are found again")
+	require.NoError(t, h.restore(""))
+	require.Zero(t, h.Watched())
+
+	for _, bad := range []string{"12", "12-x@1", "14-12@1", "1-2@3,,x"} {
+		h.passed = []passedGap{{idRange{1, 2}, until}}
+		require.Error(t, h.restore(bad), bad)
+		require.Len(t, h.passed, 1, "nothing changed by %q", bad)
+	}
+}
+
+// Without gap tracking, rows go out once a row at or past their ID was
+// seen Settle ago, holes below that bound or not.
+func TestHistorySettled(t *testing.T) {
+	now := time.Unix(1000, 0)
+	g := NewHistoryGaps(0, 0)
+	g.Settle = 100 * time.Millisecond
+	g.now = func() time.Time { return now }
+	ids := func(hs []historyEvent) []int64 {
+		out := []int64{}
+		for _, h := range hs {
+			out = append(out, h.id)
+		}
+		return out
+	}
+	rows := []historyEvent{{id: 11}, {id: 13}}
+	take, next, held := g.settled(10, rows, 0)
+	require.Equal(t, []int64{}, ids(take), "nothing seen Settle ago yet")
+	require.EqualValues(t, 10, next)
+	require.True(t, held)
+
+	now = now.Add(60 * time.Millisecond)
+	rows = append(rows, historyEvent{id: 16})
+	take, next, held = g.settled(10, rows, 0)
+	require.Equal(t, []int64{}, ids(take))
+	require.EqualValues(t, 10, next)
+	require.True(t, held)
+
+	now = now.Add(40 * time.Millisecond) // 13 seen 100 ms ago, 16 only 40
+	take, next, held = g.settled(10, rows, 0)
+	require.Equal(t, []int64{11, 13}, ids(take), "the hole at 12 is final")
+	require.EqualValues(t, 13, next)
+	require.True(t, held)
+
+	now = now.Add(60 * time.Millisecond)
+	take, next, held = g.settled(13, rows[2:], 0)
+	require.Equal(t, []int64{16}, ids(take))
+	require.EqualValues(t, 16, next)
+	require.False(t, held)
+	take, next, held = g.settled(16, nil, 0)
+	require.Empty(t, take)
+	require.EqualValues(t, 16, next)
+	require.False(t, held)
+
+	// A read cut off by its limit marks the newest ID past it: the rows
+	// behind wait one Settle, not one per batch.
+	take, _, _ = g.settled(16, []historyEvent{{id: 17}, {id: 18}}, 40)
+	require.Empty(t, take)
+	now = now.Add(100 * time.Millisecond)
+	take, next, _ = g.settled(16, []historyEvent{{id: 17}, {id: 18}}, 40)
+	require.Equal(t, []int64{17, 18}, ids(take))
+	take, next, _ = g.settled(next, []historyEvent{{id: 19}, {id: 40}, {id: 41}}, 41)
+	require.Equal(t, []int64{19, 40}, ids(take))
+	require.EqualValues(t, 40, next)
 }
 
 func TestStatusOfNamesEveryStatusWithoutAllocating(t *testing.T) {

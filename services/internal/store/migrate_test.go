@@ -47,7 +47,7 @@ func TestMigrationsGoDownAndUpAgain(t *testing.T) {
 	task, _, err := s.CreateTask(ctx, store.NewTask{ID: 1, Type: "ax.noop", Priority: contracts.PriorityNormal,
 		Status: contracts.StatusReady, NextRunTimeMs: 1, MaxRetries: 3, TimeoutMs: 1000, Reason: "test"})
 	require.NoError(t, err)
-	cursor, ok, err := s.TakeRelayLease(ctx, "test", 0)
+	cursor, ok, err := s.TakeRelayLease(ctx, "test", 0, store.NewHistoryGaps(0, 0))
 	require.NoError(t, err)
 	require.True(t, ok)
 	res, err := s.RelayHistory(ctx, cursor, 10, store.NewHistoryGaps(0, 0), func(context.Context, []store.OutboxRow) error { return nil })
