@@ -64,6 +64,9 @@ type Config struct {
 	// StreamReplicas is the JetStream replication factor.
 	StreamReplicas int
 	HTTPAddr       string
+	// HTTP holds the HTTP server's timeouts, Host and CORS allow-lists and
+	// rate limit.
+	HTTP ops.Config
 	// Node names this process in history rows, locks and task rows.
 	Node string
 	// Shards is the shard count of every task type's ring (0: 64). Every
@@ -119,6 +122,9 @@ func (c *Config) Validate(services []Service) error {
 	}
 	if c.HTTPAddr == "" {
 		return errors.New("http address is empty")
+	}
+	if err := c.HTTP.Validate(); err != nil {
+		return err
 	}
 	if c.NodeID < 0 || c.NodeID > 1023 {
 		return fmt.Errorf("node id %d is outside 0..1023", c.NodeID)
@@ -191,7 +197,7 @@ func Run(ctx context.Context, cfg Config, services []Service, logger *slog.Logge
 	}
 	send := dispatch.New(dispatch.Config{Heartbeat: heartbeat, Shards: cfg.Shards}, st, rdb, k, clk,
 		logger.With("component", "dispatch"))
-	srv := ops.New(cfg.HTTPAddr, logger)
+	srv := ops.New(cfg.HTTPAddr, cfg.HTTP, logger)
 	srv.AddCheck("mysql", st.Ping)
 	srv.AddCheck("redis", func(ctx context.Context) error { return rdb.Ping(ctx).Err() })
 	srv.AddCheck("nats", func(context.Context) error {
