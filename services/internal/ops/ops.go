@@ -156,6 +156,18 @@ func (s *Server) Addr() string {
 	return s.ln.Addr().String()
 }
 
+// Handler is what Run serves: Mux behind the edge checks of package
+// httpedge.
+func (s *Server) Handler() (http.Handler, error) {
+	// The Host allow-list is made from the configured address, not the
+	// bound one: a server configured as ":8080" answers any Host.
+	h, err := httpedge.New(s.cfg.Edge, s.addr, s.Mux, s.logger)
+	if err != nil {
+		return nil, fmt.Errorf("http config: %w", err)
+	}
+	return h, nil
+}
+
 // Run serves until ctx ends, then shuts down gracefully within 10 s.
 func (s *Server) Run(ctx context.Context) error {
 	if err := s.cfg.Validate(); err != nil {
@@ -166,11 +178,9 @@ func (s *Server) Run(ctx context.Context) error {
 			return err
 		}
 	}
-	// The allow-list is made from the configured address, not the bound
-	// one: ":0" in tests binds every interface and answers any Host.
-	h, err := httpedge.New(s.cfg.Edge, s.addr, s.Mux, s.logger)
+	h, err := s.Handler()
 	if err != nil {
-		return fmt.Errorf("http config: %w", err)
+		return err
 	}
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: s.cfg.ReadHeaderTimeout, ReadTimeout: s.cfg.ReadTimeout,
 		WriteTimeout: s.cfg.WriteTimeout, IdleTimeout: s.cfg.IdleTimeout, ErrorLog: slog.NewLogLogger(s.logger.Handler(), slog.LevelDebug)}
