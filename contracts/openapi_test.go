@@ -150,6 +150,11 @@ func TestOpenAPIEnums(t *testing.T) {
 		CodeIllegalTransition,
 		CodeInternal,
 		CodeUnavailable,
+		CodeMethodNotAllowed,
+		CodeUnsupportedMediaType,
+		CodeRateLimited,
+		CodeMisdirectedRequest,
+		CodeOriginNotAllowed,
 	}
 	tests := []struct {
 		schema  string
@@ -276,4 +281,39 @@ func lookup(n *yaml.Node, path []string) *yaml.Node {
 		n = next
 	}
 	return n
+}
+
+// TestOpenAPIEdgeResponses keeps the answers of the HTTP edge, which come
+// before any handler, documented on every operation they can answer: 415
+// on every state-changing one, 429 on every /v1 one.
+func TestOpenAPIEdgeResponses(t *testing.T) {
+	doc := loadOpenAPI(t)
+	for path, item := range doc.Paths {
+		if !strings.HasPrefix(path, "/v1/") {
+			continue
+		}
+		for method, node := range item {
+			var op struct {
+				Responses map[string]yaml.Node `yaml:"responses"`
+			}
+			if method == "parameters" {
+				continue
+			}
+			if err := node.Decode(&op); err != nil {
+				t.Fatalf("%s %s: %v", method, path, err)
+			}
+			want := []string{"429"}
+			if method != "get" {
+				want = append(want, "415")
+			}
+			for _, status := range want {
+				if _, ok := op.Responses[status]; !ok {
+					t.Errorf("%s %s documents no %s answer", strings.ToUpper(method), path, status)
+				}
+			}
+			if _, ok := op.Responses["415"]; ok && method == "get" {
+				t.Errorf("GET %s documents 415, which no GET answers", path)
+			}
+		}
+	}
 }

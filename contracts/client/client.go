@@ -85,7 +85,10 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 	if err != nil {
 		return fmt.Errorf("build request: %w", err)
 	}
-	if in != nil {
+	// The server refuses a state-changing request without this header, body
+	// or not: it keeps such requests out of reach of a cross-site HTML form
+	// (see docs/api.md).
+	if method != http.MethodGet {
 		req.Header.Set("Content-Type", "application/json")
 	}
 	resp, err := c.http.Do(req)

@@ -64,6 +64,9 @@ type Config struct {
 	// StreamReplicas is the JetStream replication factor.
 	StreamReplicas int
 	HTTPAddr       string
+	// HTTP holds the HTTP server's timeouts, Host and CORS allow-lists and
+	// rate limit.
+	HTTP ops.Config
 	// Node names this process in history rows, locks and task rows.
 	Node string
 	// Shards is the shard count of every task type's ring (0: 64). Every
@@ -126,6 +129,9 @@ func (c *Config) Validate(services []Service) error {
 	}
 	if c.Relay.NoGapTracking && c.Relay.Settle <= 0 {
 		return fmt.Errorf("relay settle window %s: must be positive when gap tracking is off", c.Relay.Settle)
+	}
+	if err := c.HTTP.Validate(); err != nil {
+		return err
 	}
 	if c.NodeID < 0 || c.NodeID > 1023 {
 		return fmt.Errorf("node id %d is outside 0..1023", c.NodeID)
@@ -257,7 +263,7 @@ func startEmbeddedNATS(cfg *Config, d *deps, logger *slog.Logger) error {
 // listenOps binds the HTTP server (API, health, metrics) with a health
 // check per connection.
 func listenOps(cfg Config, d *deps, logger *slog.Logger) (*ops.Server, error) {
-	srv := ops.New(cfg.HTTPAddr, logger)
+	srv := ops.New(cfg.HTTPAddr, cfg.HTTP, logger)
 	srv.AddCheck("mysql", d.st.Ping)
 	srv.AddCheck("redis", func(ctx context.Context) error { return d.rdb.Ping(ctx).Err() })
 	srv.AddCheck("nats", func(context.Context) error {

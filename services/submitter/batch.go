@@ -1,14 +1,12 @@
 package submitter
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
-	"strings"
 
 	"github.com/axsched/ax/contracts"
 	"github.com/axsched/ax/services/internal/metrics"
@@ -95,7 +93,7 @@ func (s *Submitter) validateBatch(ctx context.Context, raws []json.RawMessage) (
 		}
 		out.Results[i] = contracts.BatchItemResult{Index: i}
 		if p != nil {
-			out.Results[i].Status, out.Results[i].Error = p.Status, problem(p.Status, p.Code, p.Detail)
+			out.Results[i].Status, out.Results[i].Error = p.Status, contracts.NewProblem(p.Status, p.Code, p.Detail)
 			out.Rejected++
 			continue
 		}
@@ -108,22 +106,10 @@ func (s *Submitter) validateBatch(ctx context.Context, raws []json.RawMessage) (
 // its body, then validates it.
 func (s *Submitter) validateItem(ctx context.Context, raw json.RawMessage) (store.NewTask, *contracts.Problem) {
 	var req contracts.SubmitRequest
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&req); err != nil {
-		var typeErr *json.UnmarshalTypeError
-		detail := "submission is not acceptable: " + err.Error()
-		switch {
-		case errors.As(err, &typeErr) && typeErr.Field == "":
-			detail = "submission must be a JSON object"
-		case errors.As(err, &typeErr):
-			detail = fmt.Sprintf("field %q must be %s", typeErr.Field, typeErr.Type)
-		case strings.HasPrefix(err.Error(), "json: unknown field"):
-			detail = strings.TrimPrefix(err.Error(), "json: ")
-		}
+	if p := decodeObject(raw, &req, "submission"); p != nil {
 		// The batch as a whole parsed, so every item is valid JSON and
 		// what remains is an unacceptable value.
-		return store.NewTask{}, &contracts.Problem{Status: http.StatusBadRequest, Code: contracts.CodeInvalidArgument, Detail: detail}
+		return store.NewTask{}, contracts.NewProblem(http.StatusBadRequest, contracts.CodeInvalidArgument, p.Detail)
 	}
 	return s.validate(ctx, &req)
 }
@@ -166,10 +152,4 @@ func fillResult(out *contracts.BatchResponse, i int, c store.BatchResult) {
 		out.Created++
 	}
 	metrics.TasksSubmitted.WithLabelValues(task.Type, strconv.FormatBool(c.Deduplicated)).Inc()
-}
-
-// problem builds the body writeProblem would send, for a rejected item.
-func problem(status int, code, detail string) *contracts.Problem {
-	return &contracts.Problem{Type: "urn:ax:error:" + code, Title: http.StatusText(status), Status: status,
-		Detail: detail, Code: code}
 }

@@ -123,8 +123,9 @@ func TestBatchReportsEachSubmission(t *testing.T) {
 
 func TestBatchAllRejectedWritesNothing(t *testing.T) {
 	f := newFixture(t)
-	out := batchResponseOf(t, postBatch(t, f, `{"tasks":[{"type":"no.such.type"},{"type":""}]}`))
-	require.Equal(t, contracts.BatchResponse{Results: out.Results, Rejected: 2}, out)
+	out := batchResponseOf(t, postBatch(t, f, `{"tasks":[{"type":"no.such.type"},{"type":""},null]}`))
+	require.Equal(t, contracts.BatchResponse{Results: out.Results, Rejected: 3}, out)
+	require.Equal(t, "submission must be a JSON object", out.Results[2].Error.Detail, "null is not a submission without a type")
 	require.Equal(t, [3]int{}, f.rowCounts(t))
 }
 
@@ -145,6 +146,8 @@ func TestBatchRefusedAsAWholeWritesNothing(t *testing.T) {
 		{"item not json", `{"tasks":[{"type":"ax.noop","payload":nope}]}`, 400, contracts.CodeMalformedJSON, "not valid JSON"},
 		{"not an object", `[{"type":"ax.noop"}]`, 400, contracts.CodeInvalidArgument, "JSON object"},
 		{"unknown field", `{"tasks":[{"type":"ax.noop"}],"atomic":true}`, 400, contracts.CodeInvalidArgument, "unknown field"},
+		{"list of the wrong type", `{"tasks":{"type":"ax.noop"}}`, 400, contracts.CodeInvalidArgument, `field "tasks" must be an array`},
+		{"null body", `null`, 400, contracts.CodeInvalidArgument, "must be a JSON object"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

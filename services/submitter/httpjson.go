@@ -1,52 +1,111 @@
 package submitter
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"reflect"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/axsched/ax/contracts"
+	"github.com/axsched/ax/services/internal/httpedge"
 )
 
 // decodeJSON reads one JSON object of at most limit bytes into v, refusing
-// unknown fields so a misspelt option is an error rather than ignored.
+// unknown fields so a misspelt option is an error rather than ignored. The
+// body must be UTF-8, as JSON text must: a payload is stored as sent and
+// served back, so an invalid byte would make every later answer invalid.
 func decodeJSON(w http.ResponseWriter, r *http.Request, limit int64, v any) *contracts.Problem {
-	body := http.MaxBytesReader(w, r.Body, limit)
-	dec := json.NewDecoder(body)
+	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	var tooLarge *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooLarge):
+		return contracts.NewProblem(http.StatusRequestEntityTooLarge, contracts.CodePayloadTooLarge,
+			fmt.Sprintf("request body exceeds the limit of %d bytes", limit))
+	case err != nil:
+		return contracts.NewProblem(http.StatusBadRequest, contracts.CodeMalformedJSON, "request body cannot be read: "+err.Error())
+	case !utf8.Valid(data):
+		return contracts.NewProblem(http.StatusBadRequest, contracts.CodeMalformedJSON,
+			fmt.Sprintf("request body is not valid UTF-8 (at byte %d): JSON text must be UTF-8", invalidUTF8At(data)))
+	}
+	return decodeObject(data, v, "request body")
+}
+
+// decodeObject decodes data, which must be one JSON object, into v; what
+// names data in the problem's detail. A body that is JSON but not an
+// acceptable object is invalid_argument; anything else is malformed_json.
+func decodeObject(data []byte, v any, what string) *contracts.Problem {
+	bad := func(code, detail string) *contracts.Problem {
+		return contracts.NewProblem(http.StatusBadRequest, code, detail)
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		var tooLarge *http.MaxBytesError
-		var syntax *json.SyntaxError
-		var typeErr *json.UnmarshalTypeError
-		switch {
-		case errors.As(err, &tooLarge):
-			return &contracts.Problem{Status: http.StatusRequestEntityTooLarge, Code: contracts.CodePayloadTooLarge,
-				Detail: fmt.Sprintf("request body exceeds the limit of %d bytes", limit)}
-		case errors.As(err, &typeErr) && typeErr.Field == "":
-			return &contracts.Problem{Status: http.StatusBadRequest, Code: contracts.CodeInvalidArgument,
-				Detail: "request body must be a JSON object"}
-		case errors.As(err, &typeErr):
-			return &contracts.Problem{Status: http.StatusBadRequest, Code: contracts.CodeInvalidArgument,
-				Detail: fmt.Sprintf("field %q must be %s", typeErr.Field, typeErr.Type)}
-		case strings.HasPrefix(err.Error(), "json: unknown field"):
-			return &contracts.Problem{Status: http.StatusBadRequest, Code: contracts.CodeInvalidArgument,
-				Detail: strings.TrimPrefix(err.Error(), "json: ")}
-		case errors.As(err, &syntax), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
-			return &contracts.Problem{Status: http.StatusBadRequest, Code: contracts.CodeMalformedJSON,
-				Detail: "request body is not valid JSON: " + err.Error()}
-		default:
-			return &contracts.Problem{Status: http.StatusBadRequest, Code: contracts.CodeMalformedJSON,
-				Detail: "request body is not valid JSON: " + err.Error()}
+	err := dec.Decode(v)
+	var typeErr *json.UnmarshalTypeError
+	switch {
+	case err == nil && dec.More():
+		return bad(contracts.CodeMalformedJSON, what+" holds more than one JSON value")
+	case err == nil && !startsObject(data):
+		// null decodes into a struct without error and changes nothing.
+		return bad(contracts.CodeInvalidArgument, what+" must be a JSON object")
+	case err == nil:
+		return nil
+	case errors.As(err, &typeErr) && typeErr.Field == "":
+		return bad(contracts.CodeInvalidArgument, what+" must be a JSON object")
+	case errors.As(err, &typeErr):
+		return bad(contracts.CodeInvalidArgument, fmt.Sprintf("field %q must be %s", typeErr.Field, jsonKind(typeErr.Type)))
+	case strings.HasPrefix(err.Error(), "json: unknown field"):
+		return bad(contracts.CodeInvalidArgument, strings.TrimPrefix(err.Error(), "json: "))
+	default:
+		return bad(contracts.CodeMalformedJSON, what+" is not valid JSON: "+err.Error())
+	}
+}
+
+// startsObject reports whether the JSON value in data is an object.
+func startsObject(data []byte) bool {
+	data = bytes.TrimLeft(data, " \t\r\n")
+	return len(data) > 0 && data[0] == '{'
+}
+
+// invalidUTF8At is the offset of the first byte of data that is not UTF-8.
+func invalidUTF8At(data []byte) int {
+	for i := 0; i < len(data); {
+		r, size := utf8.DecodeRune(data[i:])
+		if r == utf8.RuneError && size == 1 {
+			return i
 		}
+		i += size
 	}
-	if dec.More() {
-		return &contracts.Problem{Status: http.StatusBadRequest, Code: contracts.CodeMalformedJSON,
-			Detail: "request body holds more than one JSON value"}
+	return len(data)
+}
+
+// jsonKind names the JSON value a Go type accepts, so that a problem speaks
+// of the wire format rather than of ax's Go types.
+func jsonKind(t reflect.Type) string {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
 	}
-	return nil
+	switch t.Kind() {
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "an integer"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.Slice, reflect.Array:
+		return "an array"
+	case reflect.Struct, reflect.Map:
+		return "an object"
+	default:
+		return "a different JSON value"
+	}
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
@@ -56,13 +115,5 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 }
 
 func writeProblem(w http.ResponseWriter, status int, code, detail string) {
-	w.Header().Set("Content-Type", contracts.ProblemContentType)
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(contracts.Problem{
-		Type:   "urn:ax:error:" + code,
-		Title:  http.StatusText(status),
-		Status: status,
-		Detail: detail,
-		Code:   code,
-	})
+	httpedge.WriteProblem(w, contracts.NewProblem(status, code, detail))
 }

@@ -31,7 +31,7 @@ const (
 	MaxPayloadDefault  = 64 << 10
 	MaxHorizonDefault  = 365 * 24 * time.Hour
 	MaxRetriesLimit    = 100
-	MaxTimeoutDefault  = 24 * time.Hour
+	MaxTimeoutDefault  = contracts.MaxTypeDuration
 	bodyOverheadBytes  = 8 << 10
 	cancelRetriesLimit = 5
 )
@@ -185,9 +185,11 @@ func (s *Submitter) validate(ctx context.Context, req *contracts.SubmitRequest) 
 	}
 	var timeout time.Duration
 	if req.Timeout != "" {
-		timeout, err = time.ParseDuration(req.Timeout)
-		if err != nil || timeout <= 0 || timeout > MaxTimeoutDefault {
-			return bad(contracts.CodeInvalidArgument, "timeout %q must be a positive duration up to %s", req.Timeout, MaxTimeoutDefault)
+		// Timeouts are stored in milliseconds: "999us" would be stored as 0
+		// and mean "the type's default", so it is refused, not rounded.
+		timeout, err = contracts.ParseTypeDuration("timeout", req.Timeout)
+		if err != nil {
+			return bad(contracts.CodeInvalidArgument, "%v", err)
 		}
 	}
 	tt, err := s.types.Get(ctx, req.Type)

@@ -17,6 +17,7 @@ import (
 	"github.com/axsched/ax/services/demo"
 	"github.com/axsched/ax/services/executor"
 	"github.com/axsched/ax/services/internal/natsembed"
+	"github.com/axsched/ax/services/internal/ops"
 	"github.com/axsched/ax/services/internal/ring"
 	"github.com/axsched/ax/services/internal/store"
 )
@@ -68,6 +69,27 @@ func envDur(name string, def time.Duration) time.Duration {
 	return def
 }
 
+func envFloat(name string, def float64) float64 {
+	if v, ok := os.LookupEnv(name); ok {
+		if f, err := strconv.ParseFloat(v, 64); err == nil {
+			return f
+		}
+		fmt.Fprintf(os.Stderr, "ax: ignoring %s=%q: not a number\n", name, v)
+	}
+	return def
+}
+
+// envList splits a comma-separated variable; unset or empty is nil.
+func envList(name string) []string {
+	var out []string
+	for _, v := range strings.Split(os.Getenv(name), ",") {
+		if v = strings.TrimSpace(v); v != "" {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
 func envBool(name string, def bool) bool {
 	if v, ok := os.LookupEnv(name); ok {
 		if b, err := strconv.ParseBool(v); err == nil {
@@ -110,6 +132,7 @@ func (f *serverFlags) register(fs *pflag.FlagSet, command string) {
 	fs.StringVar(&c.NATSURL, "nats-url", envStr("AX_NATS_URL", ""), "NATS URL; under `ax up` empty starts an embedded server [AX_NATS_URL]")
 	fs.IntVar(&c.StreamReplicas, "stream-replicas", envInt("AX_STREAM_REPLICAS", 1), "JetStream stream replicas (3 on a cluster) [AX_STREAM_REPLICAS]")
 	fs.StringVar(&c.HTTPAddr, "http", envStr("AX_HTTP_ADDR", serviceHTTPDefaults[command]), "HTTP address for the API (submitter) and /livez /readyz /metrics [AX_HTTP_ADDR]")
+	f.registerHTTP(fs)
 	fs.IntVar(&c.Shards, "shards", envInt("AX_SHARDS", ring.DefaultShards), "shards of each task type's consistent hash ring, 1..4096 (64 or 256); the same on every process of a cluster (dispatchers, relays and timers route by it) [AX_SHARDS]")
 	fs.BoolVar(&f.relayGapTracking, "relay-gap-tracking", envBool("AX_RELAY_GAP_TRACKING", true), "publish history rows past holes in their IDs at once and watch the holes for late rows; false: publish only rows settled for --relay-settle [AX_RELAY_GAP_TRACKING]")
 	fs.DurationVar(&c.Relay.Settle, "relay-settle", envDur("AX_RELAY_SETTLE", store.SettleDefault), "without gap tracking, how long the relay stays behind the newest history row; longer than any transaction that writes history [AX_RELAY_SETTLE]")
@@ -150,6 +173,19 @@ func (f *serverFlags) register(fs *pflag.FlagSet, command string) {
 	// No AX_* variable: one environment is often shared by several
 	// processes, which must not write the same profile file.
 	fs.StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to FILE at a clean exit (runtime/pprof)")
+}
+
+// registerHTTP registers the HTTP server's timeouts and edge settings.
+func (f *serverFlags) registerHTTP(fs *pflag.FlagSet) {
+	h := &f.cfg.HTTP
+	fs.DurationVar(&h.ReadHeaderTimeout, "http-read-header-timeout", envDur("AX_HTTP_READ_HEADER_TIMEOUT", ops.ReadHeaderTimeoutDefault), "longest a client may take to send a request's headers [AX_HTTP_READ_HEADER_TIMEOUT]")
+	fs.DurationVar(&h.ReadTimeout, "http-read-timeout", envDur("AX_HTTP_READ_TIMEOUT", ops.ReadTimeoutDefault), "longest a client may take to send a whole request, body included [AX_HTTP_READ_TIMEOUT]")
+	fs.DurationVar(&h.WriteTimeout, "http-write-timeout", envDur("AX_HTTP_WRITE_TIMEOUT", ops.WriteTimeoutDefault), "longest from a request's headers to the end of its answer [AX_HTTP_WRITE_TIMEOUT]")
+	fs.DurationVar(&h.IdleTimeout, "http-idle-timeout", envDur("AX_HTTP_IDLE_TIMEOUT", ops.IdleTimeoutDefault), "an idle keep-alive connection is closed after this [AX_HTTP_IDLE_TIMEOUT]")
+	fs.StringSliceVar(&h.Edge.AllowedHosts, "allowed-hosts", envList("AX_ALLOWED_HOSTS"), "host names the Host header may name, comma-separated; * allows any (default: localhost, 127.0.0.1, ::1 and the --http host; any when --http binds every interface) [AX_ALLOWED_HOSTS]")
+	fs.StringSliceVar(&h.Edge.CORSOrigins, "cors-origins", envList("AX_CORS_ORIGINS"), "origins (https://console.example.com) whose pages may call the API, comma-separated (default none: no CORS) [AX_CORS_ORIGINS]")
+	fs.Float64Var(&h.Edge.RateLimit, "rate-limit", envFloat("AX_RATE_LIMIT", 0), "API requests per second per caller (remote IP); 0 is no limit [AX_RATE_LIMIT]")
+	fs.IntVar(&h.Edge.RateBurst, "rate-burst", envInt("AX_RATE_BURST", 0), "API requests a caller may send at once (default: --rate-limit rounded up) [AX_RATE_BURST]")
 }
 
 func (f *serverFlags) logger() (*slog.Logger, error) {

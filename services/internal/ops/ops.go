@@ -1,6 +1,8 @@
 // Package ops serves the endpoints every ax process exposes: /livez (the
 // process runs), /readyz (its dependencies answer) and /metrics
-// (Prometheus). The submitter mounts its API on the same server.
+// (Prometheus). The submitter mounts its API on the same server. Every
+// request passes the checks of package httpedge first, and the server's
+// timeouts bound how long a client may hold a connection.
 package ops
 
 import (
@@ -14,7 +16,56 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/axsched/ax/services/internal/httpedge"
 )
+
+// Defaults for Config's timeouts.
+const (
+	// ReadHeaderTimeoutDefault bounds the request line and headers.
+	ReadHeaderTimeoutDefault = 10 * time.Second
+	// ReadTimeoutDefault bounds the whole request with its body: a 16 MiB
+	// batch needs about 560 KiB/s, and a body trickled byte by byte is cut.
+	ReadTimeoutDefault = 30 * time.Second
+	// WriteTimeoutDefault bounds the handler and the answer, from the end of
+	// the headers; the slowest handler is a batch of 1,000 tasks.
+	WriteTimeoutDefault = 60 * time.Second
+	// IdleTimeoutDefault closes a keep-alive connection that sends nothing.
+	IdleTimeoutDefault = 60 * time.Second
+)
+
+// Config tunes the HTTP server. A zero duration means its default.
+type Config struct {
+	ReadHeaderTimeout time.Duration
+	ReadTimeout       time.Duration
+	WriteTimeout      time.Duration
+	IdleTimeout       time.Duration
+	// Edge holds the Host and CORS allow-lists and the rate limit.
+	Edge httpedge.Config
+}
+
+// Validate reports the first unusable setting.
+func (c *Config) Validate() error {
+	for name, d := range map[string]time.Duration{"read header timeout": c.ReadHeaderTimeout, "read timeout": c.ReadTimeout,
+		"write timeout": c.WriteTimeout, "idle timeout": c.IdleTimeout} {
+		if d < 0 {
+			return fmt.Errorf("http %s %s is negative", name, d)
+		}
+	}
+	return c.Edge.Validate()
+}
+
+func (c *Config) withDefaults() {
+	set := func(d *time.Duration, def time.Duration) {
+		if *d == 0 {
+			*d = def
+		}
+	}
+	set(&c.ReadHeaderTimeout, ReadHeaderTimeoutDefault)
+	set(&c.ReadTimeout, ReadTimeoutDefault)
+	set(&c.WriteTimeout, WriteTimeoutDefault)
+	set(&c.IdleTimeout, IdleTimeoutDefault)
+}
 
 // Check reports whether one dependency is usable.
 type Check func(ctx context.Context) error
@@ -23,6 +74,7 @@ type Check func(ctx context.Context) error
 type Server struct {
 	Mux    *http.ServeMux
 	addr   string
+	cfg    Config
 	logger *slog.Logger
 
 	mu       sync.Mutex
@@ -31,9 +83,10 @@ type Server struct {
 	ln       net.Listener
 }
 
-// New builds a server for addr ("127.0.0.1:8080").
-func New(addr string, logger *slog.Logger) *Server {
-	s := &Server{Mux: http.NewServeMux(), addr: addr, logger: logger, checks: map[string]Check{}}
+// New builds a server for addr ("127.0.0.1:8080"); Run checks cfg.
+func New(addr string, cfg Config, logger *slog.Logger) *Server {
+	cfg.withDefaults()
+	s := &Server{Mux: http.NewServeMux(), addr: addr, cfg: cfg, logger: logger, checks: map[string]Check{}}
 	s.Mux.HandleFunc("GET /livez", func(w http.ResponseWriter, _ *http.Request) {
 		w.Write([]byte("ok\n"))
 	})
@@ -103,14 +156,34 @@ func (s *Server) Addr() string {
 	return s.ln.Addr().String()
 }
 
+// Handler is what Run serves: Mux behind the edge checks of package
+// httpedge.
+func (s *Server) Handler() (http.Handler, error) {
+	// The Host allow-list is made from the configured address, not the
+	// bound one: a server configured as ":8080" answers any Host.
+	h, err := httpedge.New(s.cfg.Edge, s.addr, s.Mux, s.logger)
+	if err != nil {
+		return nil, fmt.Errorf("http config: %w", err)
+	}
+	return h, nil
+}
+
 // Run serves until ctx ends, then shuts down gracefully within 10 s.
 func (s *Server) Run(ctx context.Context) error {
+	if err := s.cfg.Validate(); err != nil {
+		return fmt.Errorf("http config: %w", err)
+	}
 	if s.ln == nil {
 		if err := s.Listen(); err != nil {
 			return err
 		}
 	}
-	srv := &http.Server{Handler: s.Mux, ReadHeaderTimeout: 10 * time.Second}
+	h, err := s.Handler()
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: s.cfg.ReadHeaderTimeout, ReadTimeout: s.cfg.ReadTimeout,
+		WriteTimeout: s.cfg.WriteTimeout, IdleTimeout: s.cfg.IdleTimeout, ErrorLog: slog.NewLogLogger(s.logger.Handler(), slog.LevelDebug)}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(s.ln) }()
 	s.logger.Info("http listening", "addr", s.Addr())
