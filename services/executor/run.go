@@ -15,6 +15,7 @@ import (
 
 	"github.com/axsched/ax/contracts"
 	"github.com/axsched/ax/events"
+	"github.com/axsched/ax/services/internal/lease"
 	"github.com/axsched/ax/services/internal/metrics"
 	"github.com/axsched/ax/services/internal/retry"
 	"github.com/axsched/ax/services/internal/store"
@@ -78,7 +79,7 @@ func (e *Executor) newRun(p *pool, h *head, typeTimeout time.Duration) *run {
 		// The payload and retry counts come with the claim (claimed).
 		task:    Task{ID: d.TaskID, Type: d.Type, Attempt: next},
 		lockKey: e.keys.Lock(d.TaskID),
-		lockVal: e.cfg.Node + ":" + strconv.Itoa(next),
+		lockVal: lease.Value(e.cfg.Node, next),
 		pool:    p,
 	}
 	timeout := time.Duration(d.TimeoutMs) * time.Millisecond
@@ -134,7 +135,7 @@ func (e *Executor) resizeLeases(ctx context.Context, runs []*run) {
 	}
 	pipe := e.rdb.Pipeline()
 	for _, r := range runs {
-		renewScript.Eval(ctx, pipe, []string{r.lockKey}, r.lockVal, r.lockTTL.Milliseconds())
+		lease.Renew.Eval(ctx, pipe, []string{r.lockKey}, r.lockVal, r.lockTTL.Milliseconds())
 	}
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 		e.logger.Warn("resize leases; the next renewal does it", "tasks", len(runs), "err", err)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/axsched/ax/contracts"
 	"github.com/axsched/ax/events"
+	"github.com/axsched/ax/services/internal/lease"
 	"github.com/axsched/ax/services/internal/metrics"
 	"github.com/axsched/ax/services/internal/store"
 )
@@ -47,7 +48,7 @@ func (e *Executor) renew(ctx context.Context) {
 	pipe := e.rdb.Pipeline()
 	cmds := make([]*redis.Cmd, len(runs))
 	for i, r := range runs {
-		cmds[i] = renewScript.Eval(ctx, pipe, []string{r.lockKey}, r.lockVal, r.lockTTL.Milliseconds())
+		cmds[i] = lease.Renew.Eval(ctx, pipe, []string{r.lockKey}, r.lockVal, r.lockTTL.Milliseconds())
 		if r.limitKey != "" {
 			renewLimitScript.Eval(ctx, pipe, []string{r.limitKey}, r.limitMember(), r.lockTTL.Milliseconds())
 		}

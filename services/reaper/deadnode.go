@@ -9,6 +9,7 @@ import (
 
 	"github.com/axsched/ax/contracts"
 	"github.com/axsched/ax/events"
+	"github.com/axsched/ax/services/internal/lease"
 	"github.com/axsched/ax/services/internal/membership"
 	"github.com/axsched/ax/services/internal/metrics"
 	"github.com/axsched/ax/services/internal/store"
@@ -92,12 +93,12 @@ func (r *Reaper) RecoverDeadNodes(ctx context.Context) (int, error) {
 // type's running set, which would otherwise block the retry's claim and hold
 // a concurrency slot until they expire.
 func (r *Reaper) releaseDeadClaim(ctx context.Context, s store.RunningRef) {
-	lease := s.Executor + ":" + strconv.Itoa(s.Attempt)
-	if err := releaseStaleLease.Run(ctx, r.rdb, []string{r.keys.Lock(s.ID)}, lease).Err(); err != nil {
+	value := lease.Value(s.Executor, s.Attempt)
+	if err := lease.Release.Run(ctx, r.rdb, []string{r.keys.Lock(s.ID)}, value).Err(); err != nil {
 		r.logger.Warn("remove dead lease failed; it expires by itself", "task_id", s.ID, "err", err)
 	}
 	set := r.keys.RunningSet(s.Type)
-	pattern := strconv.FormatInt(s.ID, 10) + "@" + lease + "#*"
+	pattern := strconv.FormatInt(s.ID, 10) + "@" + value + "#*"
 	iter := r.rdb.ZScan(ctx, set, 0, pattern, 100).Iterator()
 	for iter.Next(ctx) {
 		member := iter.Val()

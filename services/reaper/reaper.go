@@ -177,15 +177,6 @@ func (r *Reaper) untilNextPass(started time.Time) time.Duration {
 	return max(wait, 10*time.Millisecond)
 }
 
-// releaseStaleLease deletes a lease only if it still holds the given
-// attempt's value, so a newer attempt's lease is never touched.
-var releaseStaleLease = redis.NewScript(`
-if redis.call('GET', KEYS[1]) == ARGV[1] then
-  return redis.call('DEL', KEYS[1])
-end
-return 0
-`)
-
 // RunOnce examines silent RUNNING tasks once and returns how many it
 // recovered (returned to READY or timed out).
 func (r *Reaper) RunOnce(ctx context.Context) (int, error) {
