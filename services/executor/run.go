@@ -66,7 +66,11 @@ func (e *Executor) retryLater(ctx context.Context, h *head, err error) {
 		_ = h.msg.Nak()
 		return
 	}
-	e.logger.Warn("claim failed; message redelivered shortly", "task_id", h.task.TaskID, "err", err)
+	if errors.Is(err, errLeaseHeld) {
+		e.logger.Debug("lease held by a claim in flight; message redelivered shortly", "task_id", h.task.TaskID)
+	} else {
+		e.logger.Warn("claim failed; message redelivered shortly", "task_id", h.task.TaskID, "err", err)
+	}
 	_ = h.msg.NakWithDelay(time.Second)
 }
 
@@ -183,12 +187,22 @@ func (e *Executor) takeBatch(ctx context.Context, p *pool, hs []*head) {
 	}
 	_, lockErr := pipe.Exec(ctx)
 	var chains [][]store.TransferParams
-	var held []int // indexes into hs of the leases taken
+	var held []int                  // indexes into hs of the leases taken
+	later := make([]error, len(hs)) // why a message goes back rather than being claimed or dropped
 	for i, h := range hs {
-		if locks[i].Err() == nil && locks[i].Val() {
-			held = append(held, i)
-			chains = append(chains, []store.TransferParams{e.claimParams(&h.task)})
+		switch {
+		case locks[i].Err() != nil:
+			later[i] = locks[i].Err()
+			continue
+		case !locks[i].Val():
+			// Held: rare, and MySQL must say by whom (contest).
+			var taken bool
+			if taken, later[i] = e.contest(ctx, &h.task, runs[i]); !taken {
+				continue
+			}
 		}
+		held = append(held, i)
+		chains = append(chains, []store.TransferParams{e.claimParams(&h.task)})
 	}
 	giveBack := func(err error) {
 		e.releaseLocks(subset(runs, held))
@@ -199,6 +213,10 @@ func (e *Executor) takeBatch(ctx context.Context, p *pool, hs []*head) {
 	}
 	if lockErr != nil && len(held) == 0 {
 		giveBack(fmt.Errorf("lock tasks: %w", lockErr))
+		return
+	}
+	if err := e.fault(ctx, subset(runs, held)); err != nil {
+		giveBack(err)
 		return
 	}
 	var out []store.ChainResult
@@ -230,8 +248,9 @@ func (e *Executor) takeBatch(ctx context.Context, p *pool, hs []*head) {
 	for i, h := range hs {
 		if !won[i] {
 			<-p.slots
-			if err := locks[i].Err(); err != nil {
-				// Redis did not answer for this one: let it come back.
+			if err := later[i]; err != nil {
+				// Redis did not answer for this one, or a live claim holds
+				// it: let it come back.
 				e.retryLater(ctx, h, err)
 				continue
 			}
@@ -245,6 +264,18 @@ func (e *Executor) takeBatch(ctx context.Context, p *pool, hs []*head) {
 		e.wg.Add(1)
 		go e.execute(p, runs[i])
 	}
+}
+
+// fault runs the test hook afterLease, if any, for the leased runs.
+func (e *Executor) fault(ctx context.Context, runs []*run) error {
+	if e.afterLease == nil || len(runs) == 0 {
+		return nil
+	}
+	ids := make([]int64, len(runs))
+	for i, r := range runs {
+		ids[i] = r.task.ID
+	}
+	return e.afterLease(ctx, ids)
 }
 
 func subset(runs []*run, idx []int) []*run {
@@ -278,9 +309,19 @@ func (e *Executor) claim(ctx context.Context, p *pool, h *head) (*run, error) {
 		return nil, fmt.Errorf("lock task %d: %w", d.TaskID, err)
 	}
 	if !ok {
+		if ok, err = e.contest(ctx, d, r); !ok {
+			e.releaseLimit(r)
+			if err != nil {
+				return nil, err
+			}
+			metrics.ExecutorClaimsLost.WithLabelValues(d.Type).Inc()
+			return nil, nil
+		}
+	}
+	if err := e.fault(ctx, []*run{r}); err != nil {
+		e.releaseLocks([]*run{r})
 		e.releaseLimit(r)
-		metrics.ExecutorClaimsLost.WithLabelValues(d.Type).Inc()
-		return nil, nil
+		return nil, err
 	}
 	res, err := e.store.Transfer(ctx, e.claimParams(d))
 	if err != nil {

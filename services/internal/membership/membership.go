@@ -12,6 +12,7 @@ package membership
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 	"time"
@@ -67,4 +68,25 @@ func List(ctx context.Context, rdb redis.UniversalClient, key string, now time.T
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out, nil
+}
+
+// Alive reports whether node is registered with a heartbeat no older than
+// deadAfter at now (scheduler clock). A node missing from the registry is
+// not alive: it left, was forgotten, or never joined. Callers that act on
+// "not alive" must be safe when the registry itself was lost; the claim
+// that takes over a dead claimant's lease is, because MySQL's fenced
+// transfer lets only one claim of an attempt commit.
+func Alive(ctx context.Context, rdb redis.UniversalClient, key, name string, now time.Time, deadAfter time.Duration) (bool, error) {
+	v, err := rdb.HGet(ctx, key, name).Result()
+	if errors.Is(err, redis.Nil) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("read heartbeat of %s: %w", name, err)
+	}
+	var n contracts.Node
+	if json.Unmarshal([]byte(v), &n) != nil {
+		return false, nil
+	}
+	return now.Sub(n.LastHeartbeat) <= deadAfter, nil
 }
