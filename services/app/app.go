@@ -257,7 +257,12 @@ func Run(ctx context.Context, cfg Config, services []Service, logger *slog.Logge
 			readies = append(readies, ex.Ready())
 			runners = append(runners, ex.Run)
 		case Reaper:
-			runners = append(runners, reaper.New(cfg.Reaper, st.WithActor("reaper@"+cfg.Node), rdb, k, clk, logger).WithWork(conn.JS).Run)
+			rcfg := cfg.Reaper
+			if rcfg.RenewInterval <= 0 {
+				// The executors of one system renew alike.
+				rcfg.RenewInterval = cfg.Executor.RenewInterval
+			}
+			runners = append(runners, reaper.New(rcfg, st.WithActor("reaper@"+cfg.Node), rdb, k, clk, logger).WithWork(conn.JS).Run)
 		}
 	}
 

@@ -201,3 +201,96 @@ func TestLeaseOfANodeGoneOrAnOlderAttemptIsTakenOver(t *testing.T) {
 		})
 	}
 }
+
+// blocking is a handler that reports each task it starts and returns when
+// release is closed.
+func blocking(started chan<- int64, release <-chan struct{}) Handler {
+	return HandlerFunc(func(_ context.Context, task *Task) error {
+		started <- task.ID
+		<-release
+		return nil
+	})
+}
+
+// Redis losing everything (FLUSHALL) under a running task takes its lease
+// away, not its ownership: MySQL still says RUNNING at this attempt, so the
+// watchdog takes the lease again and the handler carries on. The task ends
+// SUCCESS at attempt 1, with no FAILED row and no retry spent.
+func TestRedisLossDoesNotCancelARunningTask(t *testing.T) {
+	srv := testenv.StartRedis(t)
+	g := newFaultRig(t, srv.Addr, keys.New("ax"), "test.flush")
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr})
+	defer rdb.Close()
+	ctx := context.Background()
+	started := make(chan int64, 1)
+	release := make(chan struct{})
+	g.executor(t, "keeper", Config{RenewInterval: 100 * time.Millisecond}, blocking(started, release), nil)
+	g.dispatch(t, 1)
+	select {
+	case <-started:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the task did not start")
+	}
+	require.Equal(t, "keeper:1", rdb.Get(ctx, g.keys.Lock(1)).Val())
+	require.NoError(t, rdb.FlushAll(ctx).Err())
+	testenv.Eventually(t, 10*time.Second, "the lease taken again", func() bool {
+		return rdb.Get(ctx, g.keys.Lock(1)).Val() == "keeper:1"
+	})
+	close(release)
+	testenv.Eventually(t, 10*time.Second, "the task SUCCESS", func() bool {
+		task, err := g.st.GetTask(ctx, 1)
+		require.NoError(t, err)
+		return task.Status != contracts.StatusRunning
+	})
+	task, err := g.st.GetTask(ctx, 1)
+	require.NoError(t, err)
+	require.Equal(t, contracts.StatusSuccess, task.Status)
+	require.Equal(t, 1, task.Attempt)
+	require.Equal(t, "READY>RUNNING>SUCCESS", g.history(t, 1))
+}
+
+// A type's cluster-wide running set is rebuilt from MySQL's RUNNING rows
+// when Redis lost it: with a limit of 1 and one task RUNNING, a task
+// dispatched after a FLUSHALL is turned back, not started beside it.
+func TestRedisLossKeepsTheClusterLimit(t *testing.T) {
+	srv := testenv.StartRedis(t)
+	g := newFaultRig(t, srv.Addr, keys.New("ax"), "test.limitflush")
+	ctx := context.Background()
+	_, err := g.st.UpdateType(ctx, g.typ, "test", func(tt *store.TaskType) error {
+		tt.Concurrency = 1
+		return nil
+	})
+	require.NoError(t, err)
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr})
+	defer rdb.Close()
+	started := make(chan int64, 2)
+	release := make(chan struct{})
+	defer close(release)
+	// Renewals far apart: the limit must hold before the watchdog of the
+	// running task has put its own member back.
+	g.executor(t, "limited", Config{RenewInterval: time.Minute}, blocking(started, release), nil)
+	g.dispatch(t, 1)
+	select {
+	case <-started:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the first task did not start")
+	}
+	require.EqualValues(t, 1, rdb.ZCard(ctx, g.keys.RunningSet(g.typ)).Val())
+	require.NoError(t, rdb.FlushAll(ctx).Err())
+
+	g.dispatch(t, 2)
+	testenv.Eventually(t, 20*time.Second, "the second task turned back by the limit", func() bool {
+		task, err := g.st.GetTask(ctx, 2)
+		require.NoError(t, err)
+		return task.Status != contracts.StatusReady
+	})
+	task, err := g.st.GetTask(ctx, 2)
+	require.NoError(t, err)
+	require.Equal(t, contracts.StatusRetrying, task.Status, "history %s", g.history(t, 2))
+	require.EqualValues(t, 1, rdb.ZCard(ctx, g.keys.RunningSet(g.typ)).Val(), "the rebuilt running set counts the RUNNING task")
+	select {
+	case id := <-started:
+		t.Fatalf("task %d started beside the running one", id)
+	default:
+	}
+}

@@ -346,12 +346,18 @@ func (e *Executor) acquireLimit(ctx context.Context, r *run, limit int) (bool, e
 	deadline := time.Now().Add(limitWait)
 	wait := 10 * time.Millisecond
 	for {
-		ok, err := acquireLimitScript.Run(ctx, e.rdb, []string{r.limitKey}, member, limit, r.lockTTL.Milliseconds()).Int()
+		ok, err := acquireLimitScript.Run(ctx, e.rdb, []string{r.limitKey, e.keys.RunningSetBuilt(r.task.Type)},
+			member, limit, r.lockTTL.Milliseconds()).Int()
 		if err != nil {
 			return false, fmt.Errorf("concurrency slot for %s: %w", r.task.Type, err)
 		}
-		if ok == 1 {
+		switch ok {
+		case 1:
 			return true, nil
+		case -1:
+			if err := e.rebuildLimit(ctx, r); err != nil {
+				return false, err
+			}
 		}
 		if time.Now().After(deadline) {
 			return false, nil
@@ -392,7 +398,13 @@ func (e *Executor) requeue(ctx context.Context, d *events.TaskDispatched, limit 
 // which loses the lease and releases its member, never frees the winner's
 // slot.
 func (r *run) limitMember() string {
-	return strconv.FormatInt(r.task.ID, 10) + "@" + r.lockVal + "#" + r.claimID
+	return limitMember(r.task.ID, r.lockVal, r.claimID)
+}
+
+// limitPlaceholder is the member a rebuild of the running set adds for
+// this claim (rebuildLimit).
+func (r *run) limitPlaceholder() string {
+	return limitMember(r.task.ID, r.lockVal, rebuiltClaim)
 }
 
 // execute runs the handler and records its outcome.

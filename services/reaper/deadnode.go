@@ -22,7 +22,11 @@ const forgetAfterBeats = 20
 // RecoverDeadNodes hands on, at once, the RUNNING tasks of every executor
 // that missed three heartbeats: RUNNING -> READY fenced by attempt, its lease
 // and its cluster-limit slot removed, so recovery takes a heartbeat timeout
-// plus one pass instead of a whole lease. It returns how many tasks moved.
+// plus one pass instead of a whole lease. The registry lives in Redis, which
+// only suggests: a task moves only once its heartbeat in MySQL is older than
+// the executors' RenewInterval plus a second too, so a registry restored
+// stale (a lagging replica, an old snapshot) cannot take healthy tasks away.
+// It returns how many tasks moved.
 func (r *Reaper) RecoverDeadNodes(ctx context.Context) (int, error) {
 	now := r.clock.Now()
 	nodes, err := membership.List(ctx, r.rdb, r.keys.Nodes(), now, membership.DeadAfter(r.cfg.HeartbeatInterval))
@@ -51,7 +55,8 @@ func (r *Reaper) RecoverDeadNodes(ctx context.Context) (int, error) {
 	if len(dead) == 0 {
 		return 0, nil
 	}
-	tasks, err := r.store.RunningOn(ctx, dead, r.cfg.Batch)
+	// MySQL confirms: only tasks whose heartbeat there stopped too move.
+	tasks, err := r.store.RunningOn(ctx, dead, r.cfg.RenewInterval+time.Second, r.cfg.Batch)
 	if err != nil {
 		return 0, err
 	}

@@ -66,3 +66,20 @@ if redis.call('GET', KEYS[1]) == ARGV[1] then
 end
 return 0
 `)
+
+// Retake puts back a lease its holder lost with Redis (restart, FLUSHALL,
+// failover) once MySQL confirmed the task is still its attempt's: it sets
+// the lease when it is gone, renews it when it still holds the value, and
+// leaves it alone when someone else holds it.
+// KEYS[1] = lease, ARGV[1] = value, ARGV[2] = ttl ms. Returns 1 if held.
+var Retake = redis.NewScript(`
+local v = redis.call('GET', KEYS[1])
+if v == ARGV[1] then
+  return redis.call('PEXPIRE', KEYS[1], ARGV[2])
+end
+if not v then
+  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+  return 1
+end
+return 0
+`)

@@ -63,3 +63,23 @@ func TestScriptsTouchOnlyTheExpectedValue(t *testing.T) {
 	require.Equal(t, 1, n)
 	require.Zero(t, rdb.Exists(ctx, key).Val())
 }
+
+// Retake puts a lost lease back and renews one still held, but never
+// takes one someone else holds.
+func TestRetakeNeverTakesAnothersLease(t *testing.T) {
+	rdb, k := testenv.Redis(t)
+	ctx := context.Background()
+	key := k.Lock(1)
+	n, err := lease.Retake.Run(ctx, rdb, []string{key}, "a:1", 5000).Int()
+	require.NoError(t, err)
+	require.Equal(t, 1, n, "a lost lease is put back")
+	require.Equal(t, "a:1", rdb.Get(ctx, key).Val())
+	n, err = lease.Retake.Run(ctx, rdb, []string{key}, "a:1", 60000).Int()
+	require.NoError(t, err)
+	require.Equal(t, 1, n, "a lease still held is renewed")
+	require.Greater(t, rdb.PTTL(ctx, key).Val(), 5*time.Second)
+	n, err = lease.Retake.Run(ctx, rdb, []string{key}, "b:2", 5000).Int()
+	require.NoError(t, err)
+	require.Zero(t, n, "another's lease is taken")
+	require.Equal(t, "a:1", rdb.Get(ctx, key).Val())
+}

@@ -1,0 +1,44 @@
+package reaper_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/axsched/ax/contracts"
+	"github.com/axsched/ax/services/internal/membership"
+	"github.com/axsched/ax/services/internal/testenv"
+	"github.com/axsched/ax/services/reaper"
+)
+
+// The registry in Redis only suggests that a node is dead (it may have been
+// restored stale, or lost and half rebuilt); MySQL decides. A dead node's
+// task whose heartbeat in MySQL is still fresh is being run and stays; once
+// that heartbeat is older than the executors' renew interval plus a second
+// too, the task goes back to READY.
+func TestDeadNodeRecoveryWaitsForMySQLToAgree(t *testing.T) {
+	st, _ := testenv.Store(t)
+	rdb, k := testenv.Redis(t)
+	ctx := context.Background()
+	runningOn(t, st, 1, "stale")
+	require.NoError(t, membership.Beat(ctx, rdb, k.Nodes(), contracts.Node{Name: "stale",
+		LastHeartbeat: time.Now().Add(-30 * time.Second)}))
+	r := reaper.New(reaper.Config{RenewInterval: time.Second}, st, rdb, k, &manualClock{now: time.Now()}, testenv.Logger(t))
+
+	n, err := r.RecoverDeadNodes(ctx)
+	require.NoError(t, err)
+	require.Zero(t, n, "a task MySQL says is heartbeating was taken from its executor")
+	require.Equal(t, contracts.StatusRunning, status(t, st, 1))
+
+	_, err = st.DB().ExecContext(ctx, `UPDATE tasks SET last_heartbeat_time = NOW(3) - INTERVAL 3 SECOND WHERE id = 1`)
+	require.NoError(t, err)
+	n, err = r.RecoverDeadNodes(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	require.Equal(t, contracts.StatusReady, status(t, st, 1))
+	h, err := st.History(ctx, 1)
+	require.NoError(t, err)
+	require.Contains(t, h[len(h)-1].Reason, "executor stale is dead")
+}
