@@ -42,3 +42,28 @@ func TestDeadNodeRecoveryWaitsForMySQLToAgree(t *testing.T) {
 	require.NoError(t, err)
 	require.Contains(t, h[len(h)-1].Reason, "executor stale is dead")
 }
+
+// A container restarted under the same hostname, with PID 1 again, is a
+// new node: the old incarnation's RUNNING tasks are handed on as soon as it
+// has missed its heartbeats, not left to the new process's name, which
+// would keep the old one alive in the registry until the leases expire.
+func TestRestartUnderTheSameHostnameAndPIDIsANewNode(t *testing.T) {
+	st, _ := testenv.Store(t)
+	rdb, k := testenv.Redis(t)
+	ctx := context.Background()
+	old, restarted := membership.Name("pod-0", 1), membership.Name("pod-0", 1)
+	require.NotEqual(t, old, restarted, "two starts of pod-0 as PID 1 share a node name")
+	require.Contains(t, old, "pod-0-1-", "the hostname and PID stay readable")
+
+	runningOn(t, st, 1, old)
+	_, err := st.DB().ExecContext(ctx, `UPDATE tasks SET last_heartbeat_time = NOW(3) - INTERVAL 30 SECOND WHERE id = 1`)
+	require.NoError(t, err)
+	require.NoError(t, membership.Beat(ctx, rdb, k.Nodes(), contracts.Node{Name: old, LastHeartbeat: time.Now().Add(-30 * time.Second)}))
+	require.NoError(t, membership.Beat(ctx, rdb, k.Nodes(), contracts.Node{Name: restarted, LastHeartbeat: time.Now()}))
+
+	r := reaper.New(reaper.Config{}, st, rdb, k, &manualClock{now: time.Now()}, testenv.Logger(t))
+	n, err := r.RecoverDeadNodes(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 1, n, "the old incarnation's task was not handed on")
+	require.Equal(t, contracts.StatusReady, status(t, st, 1))
+}

@@ -16,6 +16,7 @@ import (
 	"github.com/axsched/ax/services/bench"
 	"github.com/axsched/ax/services/demo"
 	"github.com/axsched/ax/services/executor"
+	"github.com/axsched/ax/services/internal/membership"
 	"github.com/axsched/ax/services/internal/natsembed"
 	"github.com/axsched/ax/services/internal/ring"
 )
@@ -90,14 +91,6 @@ type serverFlags struct {
 	cpuProfile  string
 }
 
-func defaultNode() string {
-	host, err := os.Hostname()
-	if err != nil {
-		host = "localhost"
-	}
-	return fmt.Sprintf("%s-%d", host, os.Getpid())
-}
-
 func (f *serverFlags) register(fs *pflag.FlagSet, command string) {
 	c := &f.cfg
 	fs.StringVar(&c.MySQLDSN, "mysql-dsn", envStr("AX_MYSQL_DSN", defaultMySQLDSN), "MySQL DSN (go-sql-driver form); the database is created if missing [AX_MYSQL_DSN]")
@@ -108,7 +101,7 @@ func (f *serverFlags) register(fs *pflag.FlagSet, command string) {
 	fs.IntVar(&c.StreamReplicas, "stream-replicas", envInt("AX_STREAM_REPLICAS", 1), "JetStream stream replicas (3 on a cluster) [AX_STREAM_REPLICAS]")
 	fs.StringVar(&c.HTTPAddr, "http", envStr("AX_HTTP_ADDR", serviceHTTPDefaults[command]), "HTTP address for the API (submitter) and /livez /readyz /metrics [AX_HTTP_ADDR]")
 	fs.IntVar(&c.Shards, "shards", envInt("AX_SHARDS", ring.DefaultShards), "shards of each task type's consistent hash ring, 1..4096 (64 or 256); the same on every process of a cluster (dispatchers, relays and timers route by it) [AX_SHARDS]")
-	fs.StringVar(&c.Node, "node", envStr("AX_NODE", defaultNode()), "name of this process in history, locks and task rows [AX_NODE]")
+	fs.StringVar(&c.Node, "node", envStr("AX_NODE", membership.DefaultName()), "name of this process in history, locks and task rows [AX_NODE]")
 	fs.Int64Var(&c.NodeID, "node-id", int64(envInt("AX_NODE_ID", rand.IntN(1024))), "snowflake node ID 0..1023, distinct per submitter (default random) [AX_NODE_ID]")
 	fs.BoolVar(&c.Migrate, "migrate", envBool("AX_MIGRATE", true), "apply pending migrations at start [AX_MIGRATE]")
 	fs.StringVar(&f.logLevel, "log-level", envStr("AX_LOG_LEVEL", "info"), "debug, info, warn or error [AX_LOG_LEVEL]")

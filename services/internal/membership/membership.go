@@ -14,7 +14,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
+	"os"
 	"sort"
+	"strconv"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -89,4 +92,25 @@ func Alive(ctx context.Context, rdb redis.UniversalClient, key, name string, now
 		return false, nil
 	}
 	return now.Sub(n.LastHeartbeat) <= deadAfter, nil
+}
+
+// DefaultName is the node name of a process started without one:
+// "<hostname>-<pid>-<token>", the token random per process start. The
+// hostname and PID keep it readable; the token keeps it unique when a
+// container restarts under the same pod name with PID 1 again. Under a
+// name of the old process's the new one would inherit its identity: the
+// registry would count the old node alive, and its RUNNING tasks would
+// wait for their leases instead of being handed on when it missed its
+// heartbeats.
+func DefaultName() string {
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "localhost"
+	}
+	return Name(host, os.Getpid())
+}
+
+// Name is DefaultName for a given hostname and PID.
+func Name(host string, pid int) string {
+	return host + "-" + strconv.Itoa(pid) + "-" + strconv.FormatUint(uint64(rand.Uint32()), 36)
 }
