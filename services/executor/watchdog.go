@@ -66,9 +66,14 @@ func (e *Executor) renew(ctx context.Context) {
 	var retake []*run
 	for i, r := range runs {
 		switch {
+		case stale[r.task.ID] && gone[i]:
+			// Taken over (its lease lapsed, the task was handed on): the
+			// outcome is still written, and its refusal by the attempt
+			// fence is recorded in the task's history.
+			e.loseLease(r, "lease lost and the task is no longer this attempt's; cancelling handler")
 		case stale[r.task.ID]:
-			// The attempt was cancelled (or taken over) while the
-			// cancellation event missed us: stop its handler.
+			// The attempt was cancelled while the cancellation event
+			// missed us: stop its handler.
 			e.logger.Info("task is no longer this attempt's; cancelling handler", "task_id", r.task.ID, "attempt", r.task.Attempt)
 			r.cancel(errCancelled)
 		case gone[i] && e.tracked(r):
@@ -133,14 +138,20 @@ func (e *Executor) retake(ctx context.Context, runs []*run) {
 	}
 	for i, r := range runs {
 		if n, _ := locks[i].Int(); n == 0 {
-			r.leaseOut.Store(true)
-			metrics.LeasesLost.Inc()
-			e.logger.Warn("lease held by another; cancelling handler", "task_id", r.task.ID, "attempt", r.task.Attempt)
-			r.cancel(errLeaseLost)
+			e.loseLease(r, "lease held by another; cancelling handler")
 			continue
 		}
 		e.logger.Info("lease lost with Redis; MySQL says the task is still ours, taken back", "task_id", r.task.ID, "attempt", r.task.Attempt)
 	}
+}
+
+// loseLease cancels r's handler for a lost lease; its outcome is still
+// written, fenced by its attempt.
+func (e *Executor) loseLease(r *run, msg string) {
+	r.leaseOut.Store(true)
+	metrics.LeasesLost.Inc()
+	e.logger.Warn(msg, "task_id", r.task.ID, "attempt", r.task.Attempt)
+	r.cancel(errLeaseLost)
 }
 
 // tracked reports whether r is still running here: a run that just ended
