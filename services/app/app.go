@@ -315,7 +315,12 @@ func buildServices(ctx context.Context, cfg Config, services []Service, d *deps,
 			readies = append(readies, ex.Ready())
 			runners = append(runners, ex.Run)
 		case Reaper:
-			rp := reaper.New(cfg.Reaper, d.st.WithActor("reaper@"+cfg.Node), d.rdb, d.keys, d.clk, logger)
+			rcfg := cfg.Reaper
+			if rcfg.RenewInterval <= 0 {
+				// The executors of one system renew alike.
+				rcfg.RenewInterval = cfg.Executor.RenewInterval
+			}
+			rp := reaper.New(rcfg, d.st.WithActor("reaper@"+cfg.Node), d.rdb, d.keys, d.clk, logger)
 			runners = append(runners, rp.WithWork(d.conn.JS).Run)
 		}
 	}

@@ -19,8 +19,11 @@
 // member of the type's running set in Redis (a Lua script that also evicts
 // expired members); then the lease (SET lock NX PX); then the MySQL transfer
 // READY->RUNNING fenced by the dispatched attempt, which increments attempt.
-// Losing any step means another claimant won; the message is acknowledged and
-// dropped.
+// Losing the transfer means another claimant won; the message is
+// acknowledged and dropped. A lease found held is judged by MySQL (contest):
+// a live node's claim of the same attempt in flight sends the message back
+// for a second; a lease left on a still-READY task by a dead claimant or an
+// older attempt is taken over.
 //
 // Run: the handler runs under the task's deadline. A watchdog renews every
 // held lease (and running-set member) while it still holds this attempt's
@@ -163,6 +166,9 @@ type Executor struct {
 	outcomes chan outcome
 	// ready opens once every type's consumers are declared and pulled.
 	ready *ready.Gate
+	// afterLease, set only by tests, runs between a claim's leases and its
+	// transfer: a fault injected there is a claimant killed in between.
+	afterLease func(ctx context.Context, taskIDs []int64) error
 }
 
 type pool struct {
@@ -250,8 +256,10 @@ func (e *Executor) Run(ctx context.Context) error {
 
 	beatDone := make(chan struct{})
 	beatCtx, stopBeat := context.WithCancel(ctx)
-	go func() { defer close(beatDone); e.beat(beatCtx) }()
+	firstBeat := make(chan struct{})
+	go func() { defer close(beatDone); e.beat(beatCtx, firstBeat) }()
 	defer func() { stopBeat(); <-beatDone }()
+	<-firstBeat
 
 	intakeCtx, stopIntake := context.WithCancel(ctx)
 	defer stopIntake()

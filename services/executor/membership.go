@@ -16,8 +16,10 @@ var Version = "dev"
 
 // beat registers this node with its running tasks every HeartbeatInterval
 // until ctx ends (intake stopped), then leaves the registry so a node that
-// is draining is never taken for dead.
-func (e *Executor) beat(ctx context.Context) {
+// is draining is never taken for dead. first is closed once the first
+// heartbeat was tried: the node takes no lease before it is in the
+// registry, where a claim that finds its lease looks for it (contest).
+func (e *Executor) beat(ctx context.Context, first chan<- struct{}) {
 	started := e.clock.Now().UTC()
 	types := make([]string, 0, len(e.types))
 	capacity := 0
@@ -47,6 +49,10 @@ func (e *Executor) beat(ctx context.Context) {
 		cancel()
 		if err != nil {
 			e.logger.Warn("heartbeat failed", "err", err)
+		}
+		if first != nil {
+			close(first)
+			first = nil
 		}
 		select {
 		case <-ctx.Done():

@@ -6,6 +6,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/axsched/ax/services/internal/lease"
 	"github.com/axsched/ax/services/internal/store"
 )
 
@@ -85,7 +86,7 @@ func (e *Executor) releaseLocks(runs []*run) {
 	defer cancel()
 	_, err := e.rdb.Pipelined(ctx, func(pipe redis.Pipeliner) error {
 		for _, r := range runs {
-			releaseScript.Eval(ctx, pipe, []string{r.lockKey}, r.lockVal)
+			lease.Release.Eval(ctx, pipe, []string{r.lockKey}, r.lockVal)
 		}
 		return nil
 	})

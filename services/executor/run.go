@@ -16,6 +16,7 @@ import (
 
 	"github.com/axsched/ax/contracts"
 	"github.com/axsched/ax/events"
+	"github.com/axsched/ax/services/internal/lease"
 	"github.com/axsched/ax/services/internal/metrics"
 	"github.com/axsched/ax/services/internal/retry"
 	"github.com/axsched/ax/services/internal/store"
@@ -66,7 +67,11 @@ func (e *Executor) retryLater(ctx context.Context, h *head, err error) {
 		_ = h.msg.Nak()
 		return
 	}
-	e.logger.Warn("claim failed; message redelivered shortly", "task_id", h.task.TaskID, "err", err)
+	if errors.Is(err, errLeaseHeld) {
+		e.logger.Debug("lease held by a claim in flight; message redelivered shortly", "task_id", h.task.TaskID)
+	} else {
+		e.logger.Warn("claim failed; message redelivered shortly", "task_id", h.task.TaskID, "err", err)
+	}
 	_ = h.msg.NakWithDelay(time.Second)
 }
 
@@ -79,7 +84,7 @@ func (e *Executor) newRun(p *pool, h *head, typeTimeout time.Duration) *run {
 		// The payload and retry counts come with the claim (claimed).
 		task:    Task{ID: d.TaskID, Type: d.Type, Attempt: next},
 		lockKey: e.keys.Lock(d.TaskID),
-		lockVal: e.cfg.Node + ":" + strconv.Itoa(next),
+		lockVal: lease.Value(e.cfg.Node, next),
 		pool:    p,
 	}
 	timeout := time.Duration(d.TimeoutMs) * time.Millisecond
@@ -135,7 +140,7 @@ func (e *Executor) resizeLeases(ctx context.Context, runs []*run) {
 	}
 	pipe := e.rdb.Pipeline()
 	for _, r := range runs {
-		renewScript.Eval(ctx, pipe, []string{r.lockKey}, r.lockVal, r.lockTTL.Milliseconds())
+		lease.Renew.Eval(ctx, pipe, []string{r.lockKey}, r.lockVal, r.lockTTL.Milliseconds())
 	}
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 		e.logger.Warn("resize leases; the next renewal does it", "tasks", len(runs), "err", err)
@@ -183,12 +188,22 @@ func (e *Executor) takeBatch(ctx context.Context, p *pool, hs []*head) {
 	}
 	_, lockErr := pipe.Exec(ctx)
 	var chains [][]store.TransferParams
-	var held []int // indexes into hs of the leases taken
+	var held []int                  // indexes into hs of the leases taken
+	later := make([]error, len(hs)) // why a message goes back rather than being claimed or dropped
 	for i, h := range hs {
-		if locks[i].Err() == nil && locks[i].Val() {
-			held = append(held, i)
-			chains = append(chains, []store.TransferParams{e.claimParams(&h.task)})
+		switch {
+		case locks[i].Err() != nil:
+			later[i] = locks[i].Err()
+			continue
+		case !locks[i].Val():
+			// Held: rare, and MySQL must say by whom (contest).
+			var taken bool
+			if taken, later[i] = e.contest(ctx, &h.task, runs[i]); !taken {
+				continue
+			}
 		}
+		held = append(held, i)
+		chains = append(chains, []store.TransferParams{e.claimParams(&h.task)})
 	}
 	giveBack := func(err error) {
 		e.releaseLocks(subset(runs, held))
@@ -199,6 +214,10 @@ func (e *Executor) takeBatch(ctx context.Context, p *pool, hs []*head) {
 	}
 	if lockErr != nil && len(held) == 0 {
 		giveBack(fmt.Errorf("lock tasks: %w", lockErr))
+		return
+	}
+	if err := e.fault(ctx, subset(runs, held)); err != nil {
+		giveBack(err)
 		return
 	}
 	var out []store.ChainResult
@@ -230,8 +249,9 @@ func (e *Executor) takeBatch(ctx context.Context, p *pool, hs []*head) {
 	for i, h := range hs {
 		if !won[i] {
 			<-p.slots
-			if err := locks[i].Err(); err != nil {
-				// Redis did not answer for this one: let it come back.
+			if err := later[i]; err != nil {
+				// Redis did not answer for this one, or a live claim holds
+				// it: let it come back.
 				e.retryLater(ctx, h, err)
 				continue
 			}
@@ -245,6 +265,18 @@ func (e *Executor) takeBatch(ctx context.Context, p *pool, hs []*head) {
 		e.wg.Add(1)
 		go e.execute(p, runs[i])
 	}
+}
+
+// fault runs the test hook afterLease, if any, for the leased runs.
+func (e *Executor) fault(ctx context.Context, runs []*run) error {
+	if e.afterLease == nil || len(runs) == 0 {
+		return nil
+	}
+	ids := make([]int64, len(runs))
+	for i, r := range runs {
+		ids[i] = r.task.ID
+	}
+	return e.afterLease(ctx, ids)
 }
 
 func subset(runs []*run, idx []int) []*run {
@@ -278,9 +310,19 @@ func (e *Executor) claim(ctx context.Context, p *pool, h *head) (*run, error) {
 		return nil, fmt.Errorf("lock task %d: %w", d.TaskID, err)
 	}
 	if !ok {
+		if ok, err = e.contest(ctx, d, r); !ok {
+			e.releaseLimit(r)
+			if err != nil {
+				return nil, err
+			}
+			metrics.ExecutorClaimsLost.WithLabelValues(d.Type).Inc()
+			return nil, nil
+		}
+	}
+	if err := e.fault(ctx, []*run{r}); err != nil {
+		e.releaseLocks([]*run{r})
 		e.releaseLimit(r)
-		metrics.ExecutorClaimsLost.WithLabelValues(d.Type).Inc()
-		return nil, nil
+		return nil, err
 	}
 	res, err := e.store.Transfer(ctx, e.claimParams(d))
 	if err != nil {
@@ -310,10 +352,18 @@ func (e *Executor) acquireLimit(ctx context.Context, r *run, limit int) (bool, e
 		backoff.WithInitialInterval(10*time.Millisecond), backoff.WithMaxInterval(100*time.Millisecond),
 		backoff.WithRandomizationFactor(0), backoff.WithMaxElapsedTime(limitWait)), ctx)
 	err := backoff.Retry(func() error {
-		ok, err := acquireLimitScript.Run(ctx, e.rdb, []string{r.limitKey}, member, limit, r.lockTTL.Milliseconds()).Int()
+		ok, err := acquireLimitScript.Run(ctx, e.rdb, []string{r.limitKey, e.keys.RunningSetBuilt(r.task.Type)},
+			member, limit, r.lockTTL.Milliseconds()).Int()
 		switch {
 		case err != nil:
 			return backoff.Permanent(fmt.Errorf("concurrency slot for %s: %w", r.task.Type, err))
+		case ok == -1:
+			// Redis lost the set: rebuild it from MySQL's RUNNING rows,
+			// then try again.
+			if err := e.rebuildLimit(ctx, r); err != nil {
+				return backoff.Permanent(err)
+			}
+			return errPoolFull
 		case ok != 1:
 			return errPoolFull
 		}
@@ -355,7 +405,13 @@ func (e *Executor) requeue(ctx context.Context, d *events.TaskDispatched, limit 
 // which loses the lease and releases its member, never frees the winner's
 // slot.
 func (r *run) limitMember() string {
-	return strconv.FormatInt(r.task.ID, 10) + "@" + r.lockVal + "#" + r.claimID
+	return limitMember(r.task.ID, r.lockVal, r.claimID)
+}
+
+// limitPlaceholder is the member a rebuild of the running set adds for
+// this claim (rebuildLimit).
+func (r *run) limitPlaceholder() string {
+	return limitMember(r.task.ID, r.lockVal, rebuiltClaim)
 }
 
 // execute runs the handler and records its outcome.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/axsched/ax/contracts"
 	"github.com/axsched/ax/events"
+	"github.com/axsched/ax/services/internal/lease"
 	"github.com/axsched/ax/services/internal/metrics"
 	"github.com/axsched/ax/services/internal/store"
 )
@@ -39,51 +40,126 @@ func (e *Executor) snapshot() []*run {
 	return runs
 }
 
+// renew renews the leases (and running-set members) of the running tasks
+// and refreshes their heartbeats in MySQL. Redis only suggests: a lease or
+// member found gone (Redis restarted, flushed or failed over) does not
+// cancel a handler. MySQL decides: a task it no longer has RUNNING at this
+// attempt is cancelled; one it still has gets its lease and member back
+// (retake), and only a lease meanwhile held by someone else cancels it.
 func (e *Executor) renew(ctx context.Context) {
 	runs := e.snapshot()
 	if len(runs) == 0 {
 		return
 	}
-	pipe := e.rdb.Pipeline()
-	cmds := make([]*redis.Cmd, len(runs))
+	gone := e.renewLeases(ctx, runs)
+	refs := make([]store.AttemptRef, len(runs))
 	for i, r := range runs {
-		cmds[i] = renewScript.Eval(ctx, pipe, []string{r.lockKey}, r.lockVal, r.lockTTL.Milliseconds())
-		if r.limitKey != "" {
-			renewLimitScript.Eval(ctx, pipe, []string{r.limitKey}, r.limitMember(), r.lockTTL.Milliseconds())
-		}
+		refs[i] = store.AttemptRef{ID: r.task.ID, Attempt: r.task.Attempt}
 	}
-	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
-		// Redis unreachable: keep running; if the lease really lapses the
-		// fenced outcome write is rejected.
-		e.logger.Warn("lease renewal failed", "err", err)
-		return
-	}
-	refs := make([]store.AttemptRef, 0, len(runs))
-	live := make([]*run, 0, len(runs))
-	for i, r := range runs {
-		if n, _ := cmds[i].Int(); n == 0 {
-			r.leaseOut.Store(true)
-			metrics.LeasesLost.Inc()
-			e.logger.Warn("lease lost; cancelling handler", "task_id", r.task.ID, "attempt", r.task.Attempt)
-			r.cancel(errLeaseLost)
-			continue
-		}
-		refs = append(refs, store.AttemptRef{ID: r.task.ID, Attempt: r.task.Attempt})
-		live = append(live, r)
-	}
+	// The heartbeat goes to MySQL even when Redis did not answer: it is
+	// what the reaper trusts before it takes a task away.
 	stale, err := e.store.Heartbeat(ctx, refs)
 	if err != nil {
 		e.logger.Warn("heartbeat failed", "err", err)
 		return
 	}
-	// An attempt the heartbeat no longer matches was cancelled (or taken
-	// over) while the cancellation event missed us: stop its handler.
-	for _, r := range live {
-		if stale[r.task.ID] {
+	var retake []*run
+	for i, r := range runs {
+		switch {
+		case stale[r.task.ID] && gone[i]:
+			// Taken over (its lease lapsed, the task was handed on): the
+			// outcome is still written, and its refusal by the attempt
+			// fence is recorded in the task's history.
+			e.loseLease(r, "lease lost and the task is no longer this attempt's; cancelling handler")
+		case stale[r.task.ID]:
+			// The attempt was cancelled while the cancellation event
+			// missed us: stop its handler.
 			e.logger.Info("task is no longer this attempt's; cancelling handler", "task_id", r.task.ID, "attempt", r.task.Attempt)
 			r.cancel(errCancelled)
+		case gone[i] && e.tracked(r):
+			retake = append(retake, r)
 		}
 	}
+	e.retake(ctx, retake)
+}
+
+// renewLeases extends every run's lease and running-set member in one
+// pipeline and reports, per run, whether its lease or member was gone.
+// When Redis does not answer, nothing is reported gone: the leases are
+// long enough to outlast a hiccup, and MySQL fences the outcome anyway.
+func (e *Executor) renewLeases(ctx context.Context, runs []*run) []bool {
+	pipe := e.rdb.Pipeline()
+	leases := make([]*redis.Cmd, len(runs))
+	members := make([]*redis.Cmd, len(runs))
+	for i, r := range runs {
+		leases[i] = lease.Renew.Eval(ctx, pipe, []string{r.lockKey}, r.lockVal, r.lockTTL.Milliseconds())
+		if r.limitKey != "" {
+			members[i] = renewLimitScript.Eval(ctx, pipe, []string{r.limitKey}, r.limitMember(),
+				r.lockTTL.Milliseconds(), r.limitPlaceholder())
+		}
+	}
+	gone := make([]bool, len(runs))
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		e.logger.Warn("lease renewal failed", "err", err)
+		return gone
+	}
+	for i := range runs {
+		n, _ := leases[i].Int()
+		gone[i] = n == 0
+		if members[i] != nil {
+			if m, _ := members[i].Int(); m == 0 {
+				gone[i] = true
+			}
+		}
+	}
+	return gone
+}
+
+// retake puts back the leases and running-set members Redis lost of runs
+// MySQL just confirmed as still this attempt's. A lease another holds now
+// is lost after all: its handler is cancelled.
+func (e *Executor) retake(ctx context.Context, runs []*run) {
+	if len(runs) == 0 {
+		return
+	}
+	pipe := e.rdb.Pipeline()
+	locks := make([]*redis.Cmd, len(runs))
+	for i, r := range runs {
+		// SET NX, or a renewal when the lease is still ours (only the
+		// member was gone).
+		locks[i] = lease.Retake.Eval(ctx, pipe, []string{r.lockKey}, r.lockVal, r.lockTTL.Milliseconds())
+		if r.limitKey != "" {
+			restoreLimitScript.Eval(ctx, pipe, []string{r.limitKey}, r.limitMember(), r.lockTTL.Milliseconds(), r.limitPlaceholder())
+		}
+	}
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		e.logger.Warn("take leases back failed; the next renewal tries again", "err", err)
+		return
+	}
+	for i, r := range runs {
+		if n, _ := locks[i].Int(); n == 0 {
+			e.loseLease(r, "lease held by another; cancelling handler")
+			continue
+		}
+		e.logger.Info("lease lost with Redis; MySQL says the task is still ours, taken back", "task_id", r.task.ID, "attempt", r.task.Attempt)
+	}
+}
+
+// loseLease cancels r's handler for a lost lease; its outcome is still
+// written, fenced by its attempt.
+func (e *Executor) loseLease(r *run, msg string) {
+	r.leaseOut.Store(true)
+	metrics.LeasesLost.Inc()
+	e.logger.Warn(msg, "task_id", r.task.ID, "attempt", r.task.Attempt)
+	r.cancel(errLeaseLost)
+}
+
+// tracked reports whether r is still running here: a run that just ended
+// must not have its released lease put back.
+func (e *Executor) tracked(r *run) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.running[r.task.ID] == r
 }
 
 // watchCancellations listens (core NATS, no durable state) to CANCELLED

@@ -9,6 +9,7 @@ import (
 
 	"github.com/axsched/ax/contracts"
 	"github.com/axsched/ax/events"
+	"github.com/axsched/ax/services/internal/lease"
 	"github.com/axsched/ax/services/internal/membership"
 	"github.com/axsched/ax/services/internal/metrics"
 	"github.com/axsched/ax/services/internal/store"
@@ -21,7 +22,11 @@ const forgetAfterBeats = 20
 // RecoverDeadNodes hands on, at once, the RUNNING tasks of every executor
 // that missed three heartbeats: RUNNING -> READY fenced by attempt, its lease
 // and its cluster-limit slot removed, so recovery takes a heartbeat timeout
-// plus one pass instead of a whole lease. It returns how many tasks moved.
+// plus one pass instead of a whole lease. The registry lives in Redis, which
+// only suggests: a task moves only once its heartbeat in MySQL is older than
+// the executors' RenewInterval plus a second too, so a registry restored
+// stale (a lagging replica, an old snapshot) cannot take healthy tasks away.
+// It returns how many tasks moved.
 func (r *Reaper) RecoverDeadNodes(ctx context.Context) (int, error) {
 	now := r.clock.Now()
 	nodes, err := membership.List(ctx, r.rdb, r.keys.Nodes(), now, membership.DeadAfter(r.cfg.HeartbeatInterval))
@@ -50,7 +55,8 @@ func (r *Reaper) RecoverDeadNodes(ctx context.Context) (int, error) {
 	if len(dead) == 0 {
 		return 0, nil
 	}
-	tasks, err := r.store.RunningOn(ctx, dead, r.cfg.Batch)
+	// MySQL confirms: only tasks whose heartbeat there stopped too move.
+	tasks, err := r.store.RunningOn(ctx, dead, r.cfg.RenewInterval+time.Second, r.cfg.Batch)
 	if err != nil {
 		return 0, err
 	}
@@ -92,12 +98,12 @@ func (r *Reaper) RecoverDeadNodes(ctx context.Context) (int, error) {
 // type's running set, which would otherwise block the retry's claim and hold
 // a concurrency slot until they expire.
 func (r *Reaper) releaseDeadClaim(ctx context.Context, s store.RunningRef) {
-	lease := s.Executor + ":" + strconv.Itoa(s.Attempt)
-	if err := releaseStaleLease.Run(ctx, r.rdb, []string{r.keys.Lock(s.ID)}, lease).Err(); err != nil {
+	value := lease.Value(s.Executor, s.Attempt)
+	if err := lease.Release.Run(ctx, r.rdb, []string{r.keys.Lock(s.ID)}, value).Err(); err != nil {
 		r.logger.Warn("remove dead lease failed; it expires by itself", "task_id", s.ID, "err", err)
 	}
 	set := r.keys.RunningSet(s.Type)
-	pattern := strconv.FormatInt(s.ID, 10) + "@" + lease + "#*"
+	pattern := strconv.FormatInt(s.ID, 10) + "@" + value + "#*"
 	iter := r.rdb.ZScan(ctx, set, 0, pattern, 100).Iterator()
 	for iter.Next(ctx) {
 		member := iter.Val()

@@ -5,9 +5,11 @@
 //
 //  1. Dead nodes (RecoverDeadNodes). An executor that missed three
 //     membership heartbeats (see package membership) is dead: its RUNNING
-//     tasks go back to READY at once, their leases and cluster-limit slots
-//     removed first, so recovery takes a heartbeat timeout plus one pass
-//     instead of a whole lease. A dead node is forgotten from the registry
+//     tasks whose heartbeat in MySQL stopped too (older than the executors'
+//     RenewInterval plus a second; the registry only suggests) go back to
+//     READY at once, their leases and cluster-limit slots removed first, so
+//     recovery takes a heartbeat timeout plus one pass instead of a whole
+//     lease. A dead node is forgotten from the registry
 //     twenty heartbeats later.
 //  2. Orphans (RepairOrphans), the catch-all. A RUNNING task whose executor
 //     is not alive in the registry (never registered, left, forgotten) and

@@ -28,6 +28,9 @@ const (
 	SilenceDefault      = 15 * time.Second
 	TimeoutGraceDefault = 30 * time.Second
 	BatchDefault        = 500
+	// RenewIntervalDefault is the executors' default renewal period
+	// (executor.RenewIntervalDefault).
+	RenewIntervalDefault = 5 * time.Second
 )
 
 // Config tunes the reaper.
@@ -45,6 +48,11 @@ type Config struct {
 	// HeartbeatInterval is the executors' membership heartbeat period; a
 	// node that missed three is dead and its tasks are handed on at once.
 	HeartbeatInterval time.Duration
+	// RenewInterval is how often executors refresh their running tasks'
+	// heartbeats in MySQL. A dead node's task whose MySQL heartbeat is
+	// younger than RenewInterval plus a second is still being run (the
+	// registry in Redis was lost or restored stale), so it is left alone.
+	RenewInterval time.Duration
 	// OrphanAfter is how long a RUNNING task must keep looking orphaned (no
 	// live owner, no lease) before the orphan sweep repairs it; default two
 	// heartbeat intervals, so that when Redis loses the registry and the
@@ -95,6 +103,9 @@ func New(cfg Config, st *store.Store, rdb redis.UniversalClient, k keys.Keys, cl
 	}
 	if cfg.HeartbeatInterval <= 0 {
 		cfg.HeartbeatInterval = membership.IntervalDefault
+	}
+	if cfg.RenewInterval <= 0 {
+		cfg.RenewInterval = RenewIntervalDefault
 	}
 	if cfg.OrphanAfter <= 0 {
 		cfg.OrphanAfter = 2 * cfg.HeartbeatInterval
@@ -176,15 +187,6 @@ func (r *Reaper) untilNextPass(started time.Time) time.Duration {
 	}
 	return max(wait, 10*time.Millisecond)
 }
-
-// releaseStaleLease deletes a lease only if it still holds the given
-// attempt's value, so a newer attempt's lease is never touched.
-var releaseStaleLease = redis.NewScript(`
-if redis.call('GET', KEYS[1]) == ARGV[1] then
-  return redis.call('DEL', KEYS[1])
-end
-return 0
-`)
 
 // RunOnce examines silent RUNNING tasks once and returns how many it
 // recovered (returned to READY or timed out).

@@ -6,13 +6,12 @@ package worker
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"math/rand/v2"
-	"os"
 
 	"github.com/axsched/ax/services/app"
 	"github.com/axsched/ax/services/executor"
+	"github.com/axsched/ax/services/internal/membership"
 )
 
 // Config locates ax's servers. Empty fields take ax's documented defaults.
@@ -25,7 +24,8 @@ type Config struct {
 	NATSURL string
 	// HTTPAddr serves /livez, /readyz and /metrics; default 127.0.0.1:8083.
 	HTTPAddr string
-	// Node names this worker in task history; default <hostname>-<pid>.
+	// Node names this worker in task history; default
+	// <hostname>-<pid>-<random>, a new name every start (membership.DefaultName).
 	Node string
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
@@ -52,8 +52,7 @@ func Run(ctx context.Context, cfg Config, mux *executor.Mux) error {
 		cfg.HTTPAddr = "127.0.0.1:8083"
 	}
 	if cfg.Node == "" {
-		host, _ := os.Hostname()
-		cfg.Node = fmt.Sprintf("%s-%d", host, os.Getpid())
+		cfg.Node = membership.DefaultName()
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()

@@ -16,6 +16,7 @@ import (
 	"github.com/axsched/ax/services/bench"
 	"github.com/axsched/ax/services/demo"
 	"github.com/axsched/ax/services/executor"
+	"github.com/axsched/ax/services/internal/membership"
 	"github.com/axsched/ax/services/internal/natsembed"
 	"github.com/axsched/ax/services/internal/ops"
 	"github.com/axsched/ax/services/internal/ring"
@@ -115,14 +116,6 @@ type serverFlags struct {
 	cpuProfile       string
 }
 
-func defaultNode() string {
-	host, err := os.Hostname()
-	if err != nil {
-		host = "localhost"
-	}
-	return fmt.Sprintf("%s-%d", host, os.Getpid())
-}
-
 func (f *serverFlags) register(fs *pflag.FlagSet, command string) {
 	c := &f.cfg
 	fs.StringVar(&c.MySQLDSN, "mysql-dsn", envStr("AX_MYSQL_DSN", defaultMySQLDSN), "MySQL DSN (go-sql-driver form); the database is created if missing [AX_MYSQL_DSN]")
@@ -136,7 +129,7 @@ func (f *serverFlags) register(fs *pflag.FlagSet, command string) {
 	fs.IntVar(&c.Shards, "shards", envInt("AX_SHARDS", ring.DefaultShards), "shards of each task type's consistent hash ring, 1..4096 (64 or 256); the same on every process of a cluster (dispatchers, relays and timers route by it) [AX_SHARDS]")
 	fs.BoolVar(&f.relayGapTracking, "relay-gap-tracking", envBool("AX_RELAY_GAP_TRACKING", true), "publish history rows past holes in their IDs at once and watch the holes for late rows; false: publish only rows settled for --relay-settle [AX_RELAY_GAP_TRACKING]")
 	fs.DurationVar(&c.Relay.Settle, "relay-settle", envDur("AX_RELAY_SETTLE", store.SettleDefault), "without gap tracking, how long the relay stays behind the newest history row; longer than any transaction that writes history [AX_RELAY_SETTLE]")
-	fs.StringVar(&c.Node, "node", envStr("AX_NODE", defaultNode()), "name of this process in history, locks and task rows [AX_NODE]")
+	fs.StringVar(&c.Node, "node", envStr("AX_NODE", membership.DefaultName()), "name of this process in history, locks and task rows [AX_NODE]")
 	fs.Int64Var(&c.NodeID, "node-id", int64(envInt("AX_NODE_ID", rand.IntN(1024))), "snowflake node ID 0..1023, distinct per submitter (default random) [AX_NODE_ID]")
 	fs.BoolVar(&c.Migrate, "migrate", envBool("AX_MIGRATE", true), "apply pending migrations at start [AX_MIGRATE]")
 	fs.StringVar(&f.logLevel, "log-level", envStr("AX_LOG_LEVEL", "info"), "debug, info, warn or error [AX_LOG_LEVEL]")

@@ -57,6 +57,13 @@ func (k Keys) RunningSet(taskType string) string {
 	return k.Prefix + ":{type:" + taskType + "}:running"
 }
 
+// RunningSetBuilt marks a type's running set as complete. Its absence
+// means Redis lost the set (restart, FLUSHALL, failover): the next claim
+// of the type rebuilds it from MySQL's RUNNING rows before it counts.
+func (k Keys) RunningSetBuilt(taskType string) string {
+	return k.Prefix + ":{type:" + taskType + "}:running:built"
+}
+
 // Nodes is the executor membership registry: a hash of node name to its
 // last heartbeat (JSON). Losing it is harmless: executors re-register on
 // their next heartbeat.

@@ -12,8 +12,12 @@ package membership
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"math/rand/v2"
+	"os"
 	"sort"
+	"strconv"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -67,4 +71,46 @@ func List(ctx context.Context, rdb redis.UniversalClient, key string, now time.T
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out, nil
+}
+
+// Alive reports whether node is registered with a heartbeat no older than
+// deadAfter at now (scheduler clock). A node missing from the registry is
+// not alive: it left, was forgotten, or never joined. Callers that act on
+// "not alive" must be safe when the registry itself was lost; the claim
+// that takes over a dead claimant's lease is, because MySQL's fenced
+// transfer lets only one claim of an attempt commit.
+func Alive(ctx context.Context, rdb redis.UniversalClient, key, name string, now time.Time, deadAfter time.Duration) (bool, error) {
+	v, err := rdb.HGet(ctx, key, name).Result()
+	if errors.Is(err, redis.Nil) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("read heartbeat of %s: %w", name, err)
+	}
+	var n contracts.Node
+	if json.Unmarshal([]byte(v), &n) != nil {
+		return false, nil
+	}
+	return now.Sub(n.LastHeartbeat) <= deadAfter, nil
+}
+
+// DefaultName is the node name of a process started without one:
+// "<hostname>-<pid>-<token>", the token random per process start. The
+// hostname and PID keep it readable; the token keeps it unique when a
+// container restarts under the same pod name with PID 1 again. Under a
+// name of the old process's the new one would inherit its identity: the
+// registry would count the old node alive, and its RUNNING tasks would
+// wait for their leases instead of being handed on when it missed its
+// heartbeats.
+func DefaultName() string {
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "localhost"
+	}
+	return Name(host, os.Getpid())
+}
+
+// Name is DefaultName for a given hostname and PID.
+func Name(host string, pid int) string {
+	return host + "-" + strconv.Itoa(pid) + "-" + strconv.FormatUint(uint64(rand.Uint32()), 36)
 }

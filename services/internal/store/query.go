@@ -213,19 +213,23 @@ func (s *Store) Heartbeat(ctx context.Context, refs []AttemptRef) (map[int64]boo
 	return stale, rows.Err()
 }
 
-// RunningOn returns the RUNNING tasks whose executor is one of executors.
-func (s *Store) RunningOn(ctx context.Context, executors []string, limit int) ([]RunningRef, error) {
+// RunningOn returns the RUNNING tasks whose executor is one of executors
+// and whose heartbeat in MySQL is older than silence (database clock): an
+// executor that still refreshes a task's heartbeat is running it, whatever
+// Redis says about the executor.
+func (s *Store) RunningOn(ctx context.Context, executors []string, silence time.Duration, limit int) ([]RunningRef, error) {
 	if len(executors) == 0 {
 		return nil, nil
 	}
-	args := make([]any, 0, len(executors)+1)
+	args := make([]any, 0, len(executors)+2)
 	for _, e := range executors {
 		args = append(args, e)
 	}
-	args = append(args, limit)
+	args = append(args, silence.Microseconds(), limit)
 	rows, err := s.db.QueryContext(ctx, `SELECT id, task_type, attempt, retry_count, max_retry_count,
 			COALESCE(executor_addr, ''), COALESCE(last_heartbeat_time, updated_at), FALSE
 		FROM tasks WHERE status = 'RUNNING' AND executor_addr IN (?`+strings.Repeat(", ?", len(executors)-1)+`)
+		  AND COALESCE(last_heartbeat_time, updated_at) < NOW(3) - INTERVAL ? MICROSECOND
 		ORDER BY id LIMIT ?`, args...)
 	if err != nil {
 		return nil, fmt.Errorf("query running tasks of %d executors: %w", len(executors), err)
@@ -258,7 +262,21 @@ func (s *Store) RunningNotOn(ctx context.Context, executors []string, afterID in
 	return scanRunning(rows)
 }
 
-// scanRunning reads the rows of SilentRunning, RunningOn and RunningNotOn.
+// RunningOfType returns up to limit RUNNING tasks of taskType: what a
+// type's cluster-wide running set in Redis is rebuilt from when Redis lost
+// it.
+func (s *Store) RunningOfType(ctx context.Context, taskType string, limit int) ([]RunningRef, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT id, task_type, attempt, retry_count, max_retry_count,
+			COALESCE(executor_addr, ''), COALESCE(last_heartbeat_time, updated_at), FALSE
+		FROM tasks WHERE status = 'RUNNING' AND task_type = ? ORDER BY id LIMIT ?`, taskType, limit)
+	if err != nil {
+		return nil, fmt.Errorf("query running tasks of %s: %w", taskType, err)
+	}
+	return scanRunning(rows)
+}
+
+// scanRunning reads the rows of SilentRunning, RunningOn, RunningNotOn and
+// RunningOfType.
 func scanRunning(rows *sql.Rows) ([]RunningRef, error) {
 	defer rows.Close()
 	var out []RunningRef

@@ -1,0 +1,296 @@
+package executor
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+
+	"github.com/axsched/ax/contracts"
+	"github.com/axsched/ax/events"
+	"github.com/axsched/ax/services/internal/bus"
+	"github.com/axsched/ax/services/internal/clock"
+	"github.com/axsched/ax/services/internal/keys"
+	"github.com/axsched/ax/services/internal/store"
+	"github.com/axsched/ax/services/internal/testenv"
+)
+
+// faultRig is what the fault tests share: MySQL, a NATS server of the
+// test's own, and the Redis the executors under test use.
+type faultRig struct {
+	st    *store.Store
+	url   string
+	addr  string
+	keys  keys.Keys
+	typ   string
+	typTO time.Duration
+}
+
+// executor starts an executor on node with its own Redis client and NATS
+// connection (a process of its own, as far as the others can tell), and
+// returns it with a function that kills it: its connections are cut with
+// no goodbye, so it stops heartbeating, holds its leases and leaves its
+// fetched messages unacknowledged, as a process killed with SIGKILL does.
+func (g *faultRig) executor(t *testing.T, node string, cfg Config, h Handler, hook func(context.Context, []int64) error) (*Executor, func()) {
+	t.Helper()
+	rdb := redis.NewClient(&redis.Options{Addr: g.addr})
+	conn, err := bus.Connect(context.Background(), g.url, node)
+	require.NoError(t, err)
+	cfg.Node = node
+	e, err := New(cfg, g.st, rdb, g.keys, conn, clock.System{}, testenv.Logger(t),
+		[]TypeSpec{{Name: g.typ, Handler: h, Concurrency: 4, Timeout: g.typTO}})
+	require.NoError(t, err)
+	e.afterLease = hook
+	ctx, stop := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- e.Run(ctx) }()
+	select {
+	case <-e.Ready():
+	case err := <-done:
+		t.Fatalf("executor %s stopped: %v", node, err)
+	case <-time.After(20 * time.Second):
+		t.Fatalf("executor %s not ready", node)
+	}
+	killed := false
+	kill := func() {
+		if !killed {
+			killed = true
+			conn.NC.Close()
+			_ = rdb.Close()
+		}
+	}
+	t.Cleanup(func() {
+		kill()
+		stop()
+		select {
+		case <-done:
+		case <-time.After(30 * time.Second):
+			t.Logf("executor %s did not return after it was killed", node)
+		}
+	})
+	return e, kill
+}
+
+// dispatch stores READY task id and sends its lean dispatch to the type's
+// shared normal lane, as a dispatcher would.
+func (g *faultRig) dispatch(t *testing.T, id int64) {
+	t.Helper()
+	ctx := context.Background()
+	now := time.Now().UnixMilli()
+	_, _, err := g.st.CreateTask(ctx, store.NewTask{ID: id, Type: g.typ, Priority: contracts.PriorityNormal,
+		Status: contracts.StatusReady, NextRunTimeMs: now, MaxRetries: 3, TimeoutMs: g.typTO.Milliseconds(),
+		Reason: "test", Route: events.RouteDispatched})
+	require.NoError(t, err)
+	data, err := events.Encode(events.TaskDispatched{TaskID: id, Type: g.typ, NextRunTimeMs: now, Load: true})
+	require.NoError(t, err)
+	pub, err := bus.Connect(ctx, g.url, "test-dispatcher")
+	require.NoError(t, err)
+	defer pub.Close()
+	require.NoError(t, bus.PublishBatch(ctx, pub.JS, []bus.Msg{{
+		Subject:   events.ExecSubject(g.typ, contracts.PriorityNormal, events.SharedToken),
+		EventType: events.TypeTaskDispatched, CorrelationID: strconv.FormatInt(id, 10), Data: data}}))
+}
+
+// history returns task id's states in order, joined by ">".
+func (g *faultRig) history(t *testing.T, id int64) string {
+	t.Helper()
+	h, err := g.st.History(context.Background(), id)
+	require.NoError(t, err)
+	seq := ""
+	for i, row := range h {
+		if i > 0 {
+			seq += ">"
+		}
+		seq += string(row.To)
+	}
+	return seq
+}
+
+func newFaultRig(t *testing.T, redisAddr string, k keys.Keys, typ string) *faultRig {
+	t.Helper()
+	st, _ := testenv.Store(t)
+	srv, _ := testenv.NATSServer(t)
+	g := &faultRig{st: st, url: srv.URL(), addr: redisAddr, keys: k, typ: typ, typTO: 10 * time.Minute}
+	require.NoError(t, st.RegisterType(context.Background(), store.TaskType{Name: typ,
+		TimeoutMs: g.typTO.Milliseconds(), MaxRetries: 3, Priority: contracts.PriorityNormal}))
+	return g
+}
+
+var errKilled = errors.New("killed between its lease and its claim")
+
+// An executor killed after it took a task's lease but before its READY ->
+// RUNNING transfer committed leaves a lease on a READY task, as long as the
+// type's timeout (10 minutes here). MySQL says nobody runs the task, and
+// the registry says the lease's holder is dead: the next claim takes the
+// lease over and runs the task once the holder misses its heartbeats, not
+// when the lease expires.
+func TestLeaseOfAClaimantKilledBeforeItsClaimDoesNotHoldTheTask(t *testing.T) {
+	_, k := testenv.Redis(t)
+	g := newFaultRig(t, "127.0.0.1:6379", k, "test.claimfault")
+	leased := make(chan []int64, 1)
+	never := make(chan struct{})
+	defer close(never)
+	hook := func(ctx context.Context, ids []int64) error {
+		leased <- ids
+		<-never // the process is dead: this claim never commits
+		return errKilled
+	}
+	noop := HandlerFunc(func(context.Context, *Task) error { return nil })
+	_, kill := g.executor(t, "victim", Config{}, noop, hook)
+
+	g.dispatch(t, 1)
+	select {
+	case ids := <-leased:
+		require.Equal(t, []int64{1}, ids)
+	case <-time.After(20 * time.Second):
+		t.Fatal("the victim did not take the lease")
+	}
+	rdb := redis.NewClient(&redis.Options{Addr: g.addr})
+	defer rdb.Close()
+	require.Equal(t, "victim:1", rdb.Get(context.Background(), k.Lock(1)).Val())
+	kill()
+	killed := time.Now()
+	g.executor(t, "survivor", Config{}, noop, nil)
+
+	testenv.Eventually(t, 60*time.Second, "the task SUCCESS on the survivor", func() bool {
+		task, err := g.st.GetTask(context.Background(), 1)
+		require.NoError(t, err)
+		return task.Status == contracts.StatusSuccess
+	})
+	t.Logf("task ran %s after its claimant was killed (type timeout %s)", time.Since(killed).Round(100*time.Millisecond), g.typTO)
+	task, err := g.st.GetTask(context.Background(), 1)
+	require.NoError(t, err)
+	require.Equal(t, 1, task.Attempt)
+	require.Equal(t, "survivor", task.ExecutorAddr)
+	require.Equal(t, "READY>RUNNING>SUCCESS", g.history(t, 1))
+}
+
+// A lease planted on a READY task by a node that is not in the registry
+// (dead and forgotten, or never joined), or left by an older attempt, does
+// not hold the task: MySQL says nobody runs it, so the first claim takes
+// the lease over.
+func TestLeaseOfANodeGoneOrAnOlderAttemptIsTakenOver(t *testing.T) {
+	rdb, k := testenv.Redis(t)
+	g := newFaultRig(t, "127.0.0.1:6379", k, "test.planted")
+	ctx := context.Background()
+	ran := make(chan int64, 2)
+	g.executor(t, "live", Config{}, HandlerFunc(func(_ context.Context, task *Task) error {
+		ran <- task.ID
+		return nil
+	}), nil)
+	require.NoError(t, rdb.Set(ctx, k.Lock(1), "gone:1", g.typTO).Err())
+	require.NoError(t, rdb.Set(ctx, k.Lock(2), "live:0", g.typTO).Err()) // an older attempt's leftover
+	g.dispatch(t, 1)
+	g.dispatch(t, 2)
+	got := map[int64]bool{}
+	for range 2 {
+		select {
+		case id := <-ran:
+			got[id] = true
+		case <-time.After(30 * time.Second):
+			t.Fatalf("ran only %v; the planted leases held the others", got)
+		}
+	}
+	for _, id := range []int64{1, 2} {
+		testenv.Eventually(t, 10*time.Second, "history recorded", func() bool {
+			return g.history(t, id) == "READY>RUNNING>SUCCESS"
+		})
+	}
+}
+
+// blocking is a handler that reports each task it starts and returns when
+// release is closed.
+func blocking(started chan<- int64, release <-chan struct{}) Handler {
+	return HandlerFunc(func(_ context.Context, task *Task) error {
+		started <- task.ID
+		<-release
+		return nil
+	})
+}
+
+// Redis losing everything (FLUSHALL) under a running task takes its lease
+// away, not its ownership: MySQL still says RUNNING at this attempt, so the
+// watchdog takes the lease again and the handler carries on. The task ends
+// SUCCESS at attempt 1, with no FAILED row and no retry spent.
+func TestRedisLossDoesNotCancelARunningTask(t *testing.T) {
+	srv := testenv.StartRedis(t)
+	g := newFaultRig(t, srv.Addr, keys.New("ax"), "test.flush")
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr})
+	defer rdb.Close()
+	ctx := context.Background()
+	started := make(chan int64, 1)
+	release := make(chan struct{})
+	g.executor(t, "keeper", Config{RenewInterval: 100 * time.Millisecond}, blocking(started, release), nil)
+	g.dispatch(t, 1)
+	select {
+	case <-started:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the task did not start")
+	}
+	require.Equal(t, "keeper:1", rdb.Get(ctx, g.keys.Lock(1)).Val())
+	require.NoError(t, rdb.FlushAll(ctx).Err())
+	testenv.Eventually(t, 10*time.Second, "the lease taken again", func() bool {
+		return rdb.Get(ctx, g.keys.Lock(1)).Val() == "keeper:1"
+	})
+	close(release)
+	testenv.Eventually(t, 10*time.Second, "the task SUCCESS", func() bool {
+		task, err := g.st.GetTask(ctx, 1)
+		require.NoError(t, err)
+		return task.Status != contracts.StatusRunning
+	})
+	task, err := g.st.GetTask(ctx, 1)
+	require.NoError(t, err)
+	require.Equal(t, contracts.StatusSuccess, task.Status)
+	require.Equal(t, 1, task.Attempt)
+	require.Equal(t, "READY>RUNNING>SUCCESS", g.history(t, 1))
+}
+
+// A type's cluster-wide running set is rebuilt from MySQL's RUNNING rows
+// when Redis lost it: with a limit of 1 and one task RUNNING, a task
+// dispatched after a FLUSHALL is turned back, not started beside it.
+func TestRedisLossKeepsTheClusterLimit(t *testing.T) {
+	srv := testenv.StartRedis(t)
+	g := newFaultRig(t, srv.Addr, keys.New("ax"), "test.limitflush")
+	ctx := context.Background()
+	_, err := g.st.UpdateType(ctx, g.typ, "test", func(tt *store.TaskType) error {
+		tt.Concurrency = 1
+		return nil
+	})
+	require.NoError(t, err)
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr})
+	defer rdb.Close()
+	started := make(chan int64, 2)
+	release := make(chan struct{})
+	defer close(release)
+	// Renewals far apart: the limit must hold before the watchdog of the
+	// running task has put its own member back.
+	g.executor(t, "limited", Config{RenewInterval: time.Minute}, blocking(started, release), nil)
+	g.dispatch(t, 1)
+	select {
+	case <-started:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the first task did not start")
+	}
+	require.EqualValues(t, 1, rdb.ZCard(ctx, g.keys.RunningSet(g.typ)).Val())
+	require.NoError(t, rdb.FlushAll(ctx).Err())
+
+	g.dispatch(t, 2)
+	testenv.Eventually(t, 20*time.Second, "the second task turned back by the limit", func() bool {
+		task, err := g.st.GetTask(ctx, 2)
+		require.NoError(t, err)
+		return task.Status != contracts.StatusReady
+	})
+	task, err := g.st.GetTask(ctx, 2)
+	require.NoError(t, err)
+	require.Equal(t, contracts.StatusRetrying, task.Status, "history %s", g.history(t, 2))
+	require.EqualValues(t, 1, rdb.ZCard(ctx, g.keys.RunningSet(g.typ)).Val(), "the rebuilt running set counts the RUNNING task")
+	select {
+	case id := <-started:
+		t.Fatalf("task %d started beside the running one", id)
+	default:
+	}
+}
