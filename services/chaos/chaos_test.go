@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -49,6 +50,21 @@ func freeze(name string, d time.Duration) func(*testing.T, *system) {
 	}
 }
 
+// killBetweenLeaseAndClaim restarts exec-a armed with the fault hook, so it
+// kills itself after taking the leases of its 20th claim and before the
+// claim commits, then starts it again unarmed.
+func killBetweenLeaseAndClaim(t *testing.T, s *system) {
+	p := s.services["exec-a"]
+	p.kill9(t)
+	env := p.env
+	p.env = append(slices.Clone(env), "AX_FAULT_KILL_AFTER_LEASE=20")
+	s.restart(t, p)
+	p.wait(t, 60*time.Second)
+	p.env = env
+	time.Sleep(2 * time.Second)
+	s.restart(t, p)
+}
+
 func (s *system) byName(name string) *proc {
 	switch name {
 	case "mysql":
@@ -68,6 +84,7 @@ var scenarios = []scenario{
 	{"kill -9 executor", killAndRestart("exec-a", 2*time.Second)},
 	{"kill -9 reaper", killAndRestart("reaper", 2*time.Second)},
 	{"SIGSTOP executor past its lease", freeze("exec-a", lockTTL+10*time.Second)},
+	{"kill -9 executor between lease and claim", killBetweenLeaseAndClaim},
 	{"Redis FLUSHALL", func(t *testing.T, s *system) {
 		rdb := redis.NewClient(&redis.Options{Addr: s.redisURL})
 		defer rdb.Close()

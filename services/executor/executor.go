@@ -120,6 +120,11 @@ type Config struct {
 	// (nil: the local clock); tests advance a fake one instead of waiting
 	// the cache's TTL out.
 	TypeCacheClock clock.Clock
+	// AfterLease is a fault-injection point between a claim's leases and
+	// its READY→RUNNING transfer, nil in production: `make chaos` kills an
+	// executor there (AX_FAULT_KILL_AFTER_LEASE) to prove a claimant dead
+	// in that window holds no task.
+	AfterLease func(ctx context.Context, taskIDs []int64) error
 }
 
 func (c *Config) defaults() {
@@ -166,8 +171,9 @@ type Executor struct {
 	outcomes chan outcome
 	// ready opens once every type's consumers are declared and pulled.
 	ready *ready.Gate
-	// afterLease, set only by tests, runs between a claim's leases and its
-	// transfer: a fault injected there is a claimant killed in between.
+	// afterLease (Config.AfterLease, or set by tests) runs between a
+	// claim's leases and its transfer: a fault injected there is a
+	// claimant killed in between.
 	afterLease func(ctx context.Context, taskIDs []int64) error
 }
 
@@ -185,7 +191,7 @@ func New(cfg Config, st *store.Store, rdb redis.UniversalClient, k keys.Keys, co
 	if clk == nil {
 		clk = clock.System{}
 	}
-	e := &Executor{cfg: cfg, store: st, rdb: rdb, keys: k, conn: conn, clock: clk,
+	e := &Executor{cfg: cfg, store: st, rdb: rdb, keys: k, conn: conn, clock: clk, afterLease: cfg.AfterLease,
 		logger: logger.With("service", "executor", "node", cfg.Node),
 		types:  map[string]*pool{}, running: map[int64]*run{},
 		typeSettings: store.NewTypeCache(st, typeCacheTTL, cfg.TypeCacheClock), ready: ready.New(1)}

@@ -42,6 +42,7 @@ func newServerCmd(name, short string, services []app.Service, embedded bool) *co
 			}
 			cfg.Types = types
 			cfg.NATSTypes = f.natsTypes()
+			cfg.Executor.AfterLease = faultKillAfterLease(logger)
 			cfg.Executor.HeartbeatInterval = f.heartbeat
 			cfg.Reaper.HeartbeatInterval = f.heartbeat
 			cfg.Relay.NoGapTracking = !f.relayGapTracking
