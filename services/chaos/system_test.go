@@ -116,7 +116,9 @@ func (s *system) startServices(t *testing.T, receiver string, extra []string) {
 		{"exec-a", "executor"}, {"exec-b", "executor"}, {"reaper", "reaper"},
 	} {
 		port := freePort(t)
-		args := []string{svc.cmd, "--http", "127.0.0.1:" + strconv.Itoa(port), "--node", "chaos-" + svc.name,
+		// No --node: each start takes ax's default, a name new per process
+		// start, as a restarted container would.
+		args := []string{svc.cmd, "--http", "127.0.0.1:" + strconv.Itoa(port),
 			"--mysql-dsn", s.dsn, "--redis-addr", s.redisURL, "--redis-prefix", "chaos",
 			"--nats-url", s.natsURL, "--migrate=false", "--log-level", "info"}
 		if svc.cmd == "executor" {
