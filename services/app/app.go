@@ -63,7 +63,9 @@ type Config struct {
 	Embedded     natsembed.Config
 	// StreamReplicas is the JetStream replication factor.
 	StreamReplicas int
-	HTTPAddr       string
+	// EventsMaxAge is how long AX_EVENTS keeps an event (0: 7 days).
+	EventsMaxAge time.Duration
+	HTTPAddr     string
 	// Node names this process in history rows, locks and task rows.
 	Node string
 	// Shards is the shard count of every task type's ring (0: 64). Every
@@ -129,6 +131,12 @@ func (c *Config) Validate(services []Service) error {
 	if c.Reaper.IdempotencyRetention < 0 {
 		return fmt.Errorf("idempotency retention %s is negative: give a positive duration, or 0 to keep keys forever", c.Reaper.IdempotencyRetention)
 	}
+	if err := c.Reaper.Retention.Validate(); err != nil {
+		return err
+	}
+	if c.EventsMaxAge != 0 && c.EventsMaxAge < bus.EventsMaxAgeMin {
+		return fmt.Errorf("events max age %s: give at least %s (JetStream's de-duplication window must fit in it)", c.EventsMaxAge, bus.EventsMaxAgeMin)
+	}
 	if c.Shards != 0 {
 		if err := ring.ValidateShards(c.Shards); err != nil {
 			return err
@@ -174,7 +182,7 @@ func Run(ctx context.Context, cfg Config, services []Service, logger *slog.Logge
 		return err
 	}
 	defer conn.Close()
-	if err := bus.EnsureStreams(ctx, conn.JS, bus.StreamOptions{Replicas: cfg.StreamReplicas}); err != nil {
+	if err := bus.EnsureStreams(ctx, conn.JS, bus.StreamOptions{Replicas: cfg.StreamReplicas, EventsMaxAge: cfg.EventsMaxAge}); err != nil {
 		return err
 	}
 	clk := clock.NewRedis(rdb, cfg.LocalClock, logger)
@@ -257,7 +265,10 @@ func Run(ctx context.Context, cfg Config, services []Service, logger *slog.Logge
 			readies = append(readies, ex.Ready())
 			runners = append(runners, ex.Run)
 		case Reaper:
-			runners = append(runners, reaper.New(cfg.Reaper, st.WithActor("reaper@"+cfg.Node), rdb, k, clk, logger).WithWork(conn.JS).Run)
+			rcfg := cfg.Reaper
+			rcfg.Retention.Holder = outbox.HolderName(cfg.Node)
+			rp := reaper.New(rcfg, st.WithActor("reaper@"+cfg.Node), rdb, k, clk, logger).WithWork(conn.JS)
+			runners = append(runners, rp.Run, rp.RunRetention)
 		}
 	}
 

@@ -17,32 +17,6 @@ import (
 	"github.com/axsched/ax/services/internal/testenv"
 )
 
-// plant creates a task, moves it to status with its end (updated_at) and
-// due time age ago, with a dead letter when asked, and returns its ID.
-func plant(t *testing.T, st *store.Store, status contracts.Status, age time.Duration, deadLetter bool) int64 {
-	t.Helper()
-	ctx := context.Background()
-	task := newTask(t, st, nil)
-	_, err := st.DB().ExecContext(ctx, `UPDATE tasks SET status = ?, attempt = 1,
-		updated_at = NOW(3) - INTERVAL ? MICROSECOND, next_run_time = ? WHERE id = ?`,
-		string(status), age.Microseconds(), time.Now().Add(-age-time.Second).UnixMilli(), task.ID)
-	require.NoError(t, err)
-	if deadLetter {
-		_, err = st.DB().ExecContext(ctx, `INSERT INTO dead_letters (task_id, task_type, status, attempt, retry_count, last_error)
-			VALUES (?, 'ax.noop', ?, 1, 3, 'boom')`, task.ID, string(status))
-		require.NoError(t, err)
-	}
-	return task.ID
-}
-
-// publishAll moves the relay's cursor past every history row, as a relay
-// that kept up would have.
-func publishAll(t *testing.T, st *store.Store) {
-	t.Helper()
-	_, err := st.DB().Exec(`UPDATE event_relay SET last_id = (SELECT COALESCE(MAX(id), 0) FROM task_history) WHERE name = 'task_history'`)
-	require.NoError(t, err)
-}
-
 // left counts what a task still has: its row, history rows, dead letters.
 func left(t *testing.T, st *store.Store, id int64) [3]int {
 	t.Helper()
@@ -81,9 +55,9 @@ func TestPruneFinishedDeletesOnlyFinishedTasksPastTheCutoff(t *testing.T) {
 	}
 	ids := make([]int64, len(cases))
 	for i, c := range cases {
-		ids[i] = plant(t, st, c.status, c.age, c.deadLetter)
+		ids[i] = testenv.EndedTask(t, st, c.status, c.age, c.deadLetter)
 	}
-	publishAll(t, st)
+	testenv.HistoryPublished(t, st)
 	now, err := st.DBNow(ctx)
 	require.NoError(t, err)
 	for _, s := range store.FinalStates {
@@ -109,8 +83,8 @@ func TestPruneFinishedDeletesOnlyFinishedTasksPastTheCutoff(t *testing.T) {
 func TestPruneFinishedRefusesStatesThatAreNotFinal(t *testing.T) {
 	ctx := context.Background()
 	st, _ := testenv.Store(t)
-	id := plant(t, st, contracts.StatusRunning, 1000*time.Hour, false)
-	publishAll(t, st)
+	id := testenv.EndedTask(t, st, contracts.StatusRunning, 1000*time.Hour, false)
+	testenv.HistoryPublished(t, st)
 	for _, s := range []contracts.Status{contracts.StatusRunning, contracts.StatusReady, contracts.StatusRetrying, contracts.StatusSuspend, "bogus"} {
 		_, err := st.PruneFinished(ctx, store.PruneFinishedParams{Status: s, EndedBefore: time.Now(), Limit: 10})
 		require.ErrorContains(t, err, "not a final state", s)
@@ -126,9 +100,9 @@ func TestPruneFinishedIsBoundedByTheLimit(t *testing.T) {
 	ctx := context.Background()
 	st, _ := testenv.Store(t)
 	for i := range 7 {
-		plant(t, st, contracts.StatusSuccess, time.Duration(2+i)*time.Hour, false)
+		testenv.EndedTask(t, st, contracts.StatusSuccess, time.Duration(2+i)*time.Hour, false)
 	}
-	publishAll(t, st)
+	testenv.HistoryPublished(t, st)
 	now, err := st.DBNow(ctx)
 	require.NoError(t, err)
 	var got []store.PruneCounts
@@ -148,9 +122,9 @@ func TestPruneFinishedIsBoundedByTheLimit(t *testing.T) {
 func TestPruneFinishedKeepsTasksWithUnpublishedHistory(t *testing.T) {
 	ctx := context.Background()
 	st, _ := testenv.Store(t)
-	published := plant(t, st, contracts.StatusSuccess, 2*time.Hour, false)
-	publishAll(t, st)
-	pending := plant(t, st, contracts.StatusSuccess, 2*time.Hour, false)
+	published := testenv.EndedTask(t, st, contracts.StatusSuccess, 2*time.Hour, false)
+	testenv.HistoryPublished(t, st)
+	pending := testenv.EndedTask(t, st, contracts.StatusSuccess, 2*time.Hour, false)
 	now, err := st.DBNow(ctx)
 	require.NoError(t, err)
 	c, err := st.PruneFinished(ctx, store.PruneFinishedParams{Status: contracts.StatusSuccess, EndedBefore: now.Add(-time.Hour), Limit: 10})
@@ -170,9 +144,9 @@ func TestPruneFinishedNeverDeletesADeadLetterBeingReRun(t *testing.T) {
 	const n = 40
 	ids := make([]int64, n)
 	for i := range ids {
-		ids[i] = plant(t, st, contracts.StatusFailed, 2*time.Hour, true)
+		ids[i] = testenv.EndedTask(t, st, contracts.StatusFailed, 2*time.Hour, true)
 	}
-	publishAll(t, st)
+	testenv.HistoryPublished(t, st)
 	letters := testenv.Column[int64](t, st.DB(), `SELECT id FROM dead_letters ORDER BY task_id`)
 	require.Len(t, letters, n)
 	now, err := st.DBNow(ctx)
@@ -224,7 +198,7 @@ func TestPruneFinishedNeverDeletesADeadLetterBeingReRun(t *testing.T) {
 func TestPruneCandidatesScanAnIndexRange(t *testing.T) {
 	st, _ := testenv.Store(t)
 	for i := range 50 {
-		plant(t, st, []contracts.Status{contracts.StatusSuccess, contracts.StatusReady, contracts.StatusRunning}[i%3], time.Duration(i)*time.Hour, false)
+		testenv.EndedTask(t, st, []contracts.Status{contracts.StatusSuccess, contracts.StatusReady, contracts.StatusRunning}[i%3], time.Duration(i)*time.Hour, false)
 	}
 	_, err := st.DB().Exec(`ANALYZE TABLE tasks`)
 	require.NoError(t, err)
@@ -256,8 +230,8 @@ func TestPruneCandidatesScanAnIndexRange(t *testing.T) {
 func TestPruneFinishedWaitsForAReRunInFlight(t *testing.T) {
 	ctx := context.Background()
 	st, _ := testenv.Store(t)
-	id := plant(t, st, contracts.StatusFailed, 2*time.Hour, true)
-	publishAll(t, st)
+	id := testenv.EndedTask(t, st, contracts.StatusFailed, 2*time.Hour, true)
+	testenv.HistoryPublished(t, st)
 	now, err := st.DBNow(ctx)
 	require.NoError(t, err)
 	tx, err := st.DB().BeginTx(ctx, nil)
