@@ -49,8 +49,10 @@ type RetentionConfig struct {
 	// PassBatches bounds a pass (100 batches); a pass that reached it
 	// yields the lease and the next one starts after Pause.
 	PassBatches int
-	// Pause is the rest between two batches (20 ms), leaving MySQL to the
-	// work in progress.
+	// Pause is the least rest between two batches (20 ms). The rest is
+	// also at least as long as the last batch took, so pruning takes at
+	// most half of one connection's time however loaded MySQL is, and
+	// leaves the rest to the work in progress.
 	Pause time.Duration
 	// LeaseTTL is how long the Redis lease lasts unless renewed; it is
 	// renewed after every batch (30 s).
@@ -205,7 +207,7 @@ var errLeaseLost = errors.New("retention lease lost")
 // pruneStates runs the batches of one pass, renewing the lease between
 // them.
 func (r *Reaper) pruneStates(ctx context.Context, c RetentionConfig, now time.Time, pass *RetentionPass) error {
-	batches := 0
+	batches, took := 0, time.Duration(0)
 	for _, s := range store.FinalStates {
 		keep := c.of(s)
 		if keep <= 0 {
@@ -217,15 +219,16 @@ func (r *Reaper) pruneStates(ctx context.Context, c RetentionConfig, now time.Ti
 				return nil
 			}
 			if batches > 0 {
-				if err := pause(ctx, c.Pause); err != nil {
+				if err := pause(ctx, max(c.Pause, took)); err != nil {
 					return err
 				}
 				if ok, err := r.renewRetentionLease(ctx, c); err != nil || !ok {
 					return errors.Join(err, errLeaseLost)
 				}
 			}
+			started := time.Now()
 			n, err := r.store.PruneFinished(ctx, store.PruneFinishedParams{Status: s, EndedBefore: now.Add(-keep), Limit: c.Batch})
-			batches++
+			batches, took = batches+1, time.Since(started)
 			pass.Pruned[s] += n.Tasks
 			pass.History += n.History
 			pass.DeadLetters += n.DeadLetters
