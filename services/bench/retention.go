@@ -82,6 +82,7 @@ func retentionFigures(off, on []Metric) []Metric {
 		name := retentionPrefix + p + "_ms"
 		out = append(out, Metric{Name: retentionOff + name, Value: value(off, name)}, Metric{Name: retentionOn + name, Value: value(on, name)})
 	}
+	out = append(out, Metric{Name: retentionOff + mPruned, Value: value(off, mPruned)})
 	p99 := retentionPrefix + "p99_ms"
 	out = append(out, Metric{Name: mP99Change, Value: 100 * (value(on, p99) - value(off, p99)) / value(off, p99)})
 	for _, m := range on {
