@@ -26,9 +26,9 @@ const (
 	RetentionMin = time.Minute
 
 	RetentionEveryDefault    = time.Minute
-	RetentionBatchDefault    = 500
+	RetentionBatchDefault    = 200
 	RetentionPassDefault     = 100
-	RetentionPauseDefault    = 20 * time.Millisecond
+	RetentionPauseDefault    = 50 * time.Millisecond
 	RetentionLeaseTTLDefault = 30 * time.Second
 )
 
@@ -43,16 +43,16 @@ type RetentionConfig struct {
 	// Every is the pause between passes when the last one found nothing
 	// more due (1 min).
 	Every time.Duration
-	// Batch is the tasks deleted per transaction (500): few locks, held
+	// Batch is the tasks deleted per transaction (200): few locks, held
 	// briefly, so the hot path barely notices.
 	Batch int
 	// PassBatches bounds a pass (100 batches); a pass that reached it
 	// yields the lease and the next one starts after Pause.
 	PassBatches int
-	// Pause is the least rest between two batches (20 ms). The rest is
-	// also at least as long as the last batch took, so pruning takes at
-	// most half of one connection's time however loaded MySQL is, and
-	// leaves the rest to the work in progress.
+	// Pause is the least rest between two batches (50 ms). The rest is
+	// also at least four times as long as the last batch took, so pruning
+	// takes at most a fifth of one connection's time however loaded MySQL
+	// is, and leaves the rest to the work in progress.
 	Pause time.Duration
 	// LeaseTTL is how long the Redis lease lasts unless renewed; it is
 	// renewed after every batch (30 s).
@@ -213,13 +213,14 @@ func (r *Reaper) pruneStates(ctx context.Context, c RetentionConfig, now time.Ti
 		if keep <= 0 {
 			continue
 		}
+		var from int64 // the scan's start, moved on by every batch
 		for {
 			if batches == c.PassBatches {
 				pass.More = true
 				return nil
 			}
 			if batches > 0 {
-				if err := pause(ctx, max(c.Pause, took)); err != nil {
+				if err := pause(ctx, max(c.Pause, 4*took)); err != nil {
 					return err
 				}
 				if ok, err := r.renewRetentionLease(ctx, c); err != nil || !ok {
@@ -227,8 +228,8 @@ func (r *Reaper) pruneStates(ctx context.Context, c RetentionConfig, now time.Ti
 				}
 			}
 			started := time.Now()
-			n, err := r.store.PruneFinished(ctx, store.PruneFinishedParams{Status: s, EndedBefore: now.Add(-keep), Limit: c.Batch})
-			batches, took = batches+1, time.Since(started)
+			n, err := r.store.PruneFinished(ctx, store.PruneFinishedParams{Status: s, EndedBefore: now.Add(-keep), Limit: c.Batch, DueFrom: from})
+			batches, took, from = batches+1, time.Since(started), n.LastDue
 			pass.Pruned[s] += n.Tasks
 			pass.History += n.History
 			pass.DeadLetters += n.DeadLetters

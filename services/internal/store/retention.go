@@ -46,6 +46,10 @@ type PruneFinishedParams struct {
 	// Limit bounds the tasks of the batch, so one transaction holds few
 	// locks for a short time.
 	Limit int
+	// DueFrom starts the scan at this next_run_time: a pass gives each
+	// batch the previous batch's LastDue, so it does not walk again over
+	// the index entries it just deleted (InnoDB purges them only later).
+	DueFrom int64
 }
 
 // PruneCounts are the rows one batch deleted.
@@ -54,6 +58,9 @@ type PruneCounts struct {
 	// Candidates is how many tasks the index scan found; fewer than the
 	// limit means the state has nothing more due.
 	Candidates int
+	// LastDue is the latest next_run_time among the candidates: where the
+	// next batch's scan starts.
+	LastDue int64
 }
 
 // DBNow reads the database clock, the one updated_at is stamped with.
@@ -69,8 +76,8 @@ func (s *Store) DBNow(ctx context.Context) (time.Time, error) {
 // oldest due time first; the index is forced because on a table of mostly
 // old finished tasks the range covers most rows and the optimizer would
 // otherwise rather read the whole table.
-const pruneCandidatesSQL = `SELECT id FROM tasks FORCE INDEX (idx_tasks_status_next_run)
-	WHERE status = ? AND next_run_time < ? AND updated_at < ?
+const pruneCandidatesSQL = `SELECT id, next_run_time FROM tasks FORCE INDEX (idx_tasks_status_next_run)
+	WHERE status = ? AND next_run_time >= ? AND next_run_time < ? AND updated_at < ?
 	ORDER BY next_run_time LIMIT ?`
 
 // PruneFinished deletes one batch of tasks of p.Status that ended before
@@ -93,11 +100,11 @@ func (s *Store) PruneFinished(ctx context.Context, p PruneFinishedParams) (Prune
 		return PruneCounts{}, fmt.Errorf("prune finished tasks: limit %d must be positive and the cutoff set", p.Limit)
 	}
 	cutoff := p.EndedBefore.UTC()
-	ids, err := queryIDs(ctx, s.db.QueryContext, pruneCandidatesSQL, string(p.Status), cutoff.UnixMilli(), cutoff, p.Limit)
+	ids, lastDue, err := s.pruneCandidates(ctx, p.Status, p.DueFrom, cutoff, p.Limit)
 	if err != nil {
 		return PruneCounts{}, fmt.Errorf("find %s tasks ended before %s: %w", p.Status, cutoff.Format(time.RFC3339), err)
 	}
-	out := PruneCounts{Candidates: len(ids)}
+	out := PruneCounts{Candidates: len(ids), LastDue: lastDue}
 	if len(ids) == 0 {
 		return out, nil
 	}
@@ -123,6 +130,26 @@ func (s *Store) PruneFinished(ctx context.Context, p PruneFinishedParams) (Prune
 		return PruneCounts{}, fmt.Errorf("prune %d %s tasks: %w", len(ids), p.Status, err)
 	}
 	return out, nil
+}
+
+// pruneCandidates returns the IDs of a batch and the latest due time among
+// them.
+func (s *Store) pruneCandidates(ctx context.Context, status contracts.Status, dueFrom int64, cutoff time.Time, limit int) ([]int64, int64, error) {
+	rows, err := s.db.QueryContext(ctx, pruneCandidatesSQL, string(status), dueFrom, cutoff.UnixMilli(), cutoff, limit)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer rows.Close()
+	var ids []int64
+	var last int64
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id, &last); err != nil {
+			return nil, 0, err
+		}
+		ids = append(ids, id)
+	}
+	return ids, last, rows.Err()
 }
 
 // withoutUnpublished drops the tasks that have a history row above the

@@ -105,16 +105,16 @@ func TestPruneFinishedIsBoundedByTheLimit(t *testing.T) {
 	testenv.HistoryPublished(t, st)
 	now, err := st.DBNow(ctx)
 	require.NoError(t, err)
-	var got []store.PruneCounts
+	var got [][2]int64
+	var from int64
 	for range 4 {
-		c, err := st.PruneFinished(ctx, store.PruneFinishedParams{Status: contracts.StatusSuccess, EndedBefore: now.Add(-time.Hour), Limit: 3})
+		c, err := st.PruneFinished(ctx, store.PruneFinishedParams{Status: contracts.StatusSuccess, EndedBefore: now.Add(-time.Hour), Limit: 3, DueFrom: from})
 		require.NoError(t, err)
-		got = append(got, c)
+		got = append(got, [2]int64{c.Tasks, int64(c.Candidates)})
+		require.Equal(t, c.Tasks, c.History)
+		from = c.LastDue
 	}
-	require.Equal(t, []store.PruneCounts{
-		{Tasks: 3, History: 3, Candidates: 3}, {Tasks: 3, History: 3, Candidates: 3},
-		{Tasks: 1, History: 1, Candidates: 1}, {},
-	}, got)
+	require.Equal(t, [][2]int64{{3, 3}, {3, 3}, {1, 1}, {0, 0}}, got, "tasks and candidates per batch")
 }
 
 // TestPruneFinishedKeepsTasksWithUnpublishedHistory: a history row above
@@ -202,7 +202,7 @@ func TestPruneCandidatesScanAnIndexRange(t *testing.T) {
 	}
 	_, err := st.DB().Exec(`ANALYZE TABLE tasks`)
 	require.NoError(t, err)
-	rows, err := st.DB().Query(`EXPLAIN `+store.PruneCandidatesSQL, "SUCCESS", time.Now().UnixMilli(), time.Now(), 500)
+	rows, err := st.DB().Query(`EXPLAIN `+store.PruneCandidatesSQL, "SUCCESS", 0, time.Now().UnixMilli(), time.Now(), 500)
 	require.NoError(t, err)
 	defer rows.Close()
 	cols, err := rows.Columns()
