@@ -63,7 +63,9 @@ type Config struct {
 	Embedded     natsembed.Config
 	// StreamReplicas is the JetStream replication factor.
 	StreamReplicas int
-	HTTPAddr       string
+	// EventsMaxAge is how long AX_EVENTS keeps an event (0: 7 days).
+	EventsMaxAge time.Duration
+	HTTPAddr     string
 	// HTTP holds the HTTP server's timeouts, Host and CORS allow-lists and
 	// rate limit.
 	HTTP ops.Config
@@ -141,6 +143,12 @@ func (c *Config) Validate(services []Service) error {
 	}
 	if c.Reaper.IdempotencyRetention < 0 {
 		return fmt.Errorf("idempotency retention %s is negative: give a positive duration, or 0 to keep keys forever", c.Reaper.IdempotencyRetention)
+	}
+	if err := c.Reaper.Retention.Validate(); err != nil {
+		return err
+	}
+	if c.EventsMaxAge != 0 && c.EventsMaxAge < bus.EventsMaxAgeMin {
+		return fmt.Errorf("events max age %s: give at least %s (JetStream's de-duplication window must fit in it)", c.EventsMaxAge, bus.EventsMaxAgeMin)
 	}
 	if c.Shards != 0 {
 		if err := ring.ValidateShards(c.Shards); err != nil {
@@ -225,7 +233,7 @@ func openDeps(ctx context.Context, cfg *Config, logger *slog.Logger) (d *deps, e
 		return nil, err
 	}
 	d.closers = append(d.closers, d.conn.Close)
-	if err := bus.EnsureStreams(ctx, d.conn.JS, bus.StreamOptions{Replicas: cfg.StreamReplicas}); err != nil {
+	if err := bus.EnsureStreams(ctx, d.conn.JS, bus.StreamOptions{Replicas: cfg.StreamReplicas, EventsMaxAge: cfg.EventsMaxAge}); err != nil {
 		return nil, err
 	}
 	d.clk = clock.NewRedis(d.rdb, cfg.LocalClock, logger)
@@ -320,8 +328,9 @@ func buildServices(ctx context.Context, cfg Config, services []Service, d *deps,
 				// The executors of one system renew alike.
 				rcfg.RenewInterval = cfg.Executor.RenewInterval
 			}
-			rp := reaper.New(rcfg, d.st.WithActor("reaper@"+cfg.Node), d.rdb, d.keys, d.clk, logger)
-			runners = append(runners, rp.WithWork(d.conn.JS).Run)
+			rcfg.Retention.Holder = outbox.HolderName(cfg.Node)
+			rp := reaper.New(rcfg, d.st.WithActor("reaper@"+cfg.Node), d.rdb, d.keys, d.clk, logger).WithWork(d.conn.JS)
+			runners = append(runners, rp.Run, rp.RunRetention)
 		}
 	}
 	return runners, readies, nil

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -46,6 +47,8 @@ type Config struct {
 	Delay    time.Duration
 	// RetryN is the task count of the retry workload.
 	RetryN int
+	// RetentionN is how many finished tasks the retention workload seeds.
+	RetentionN int
 	// Concurrency is the executor's pool per type (local mode).
 	Concurrency int
 	// Reps runs every workload this many times; figures are medians.
@@ -87,6 +90,11 @@ type Config struct {
 
 	// Logger receives human progress.
 	Logger *slog.Logger
+
+	// seed, when set, fills a local run's database after migration and
+	// before ax starts; axArgs are added to the started ax's arguments.
+	seed   func(ctx context.Context, dsn string) error
+	axArgs []string
 }
 
 // NamedPID names a process of a remote deployment to sample.
@@ -104,9 +112,12 @@ func (c *Config) Validate() error {
 		return errors.New("no workload: give at least one of " + strings.Join(AllWorkloads, ", "))
 	}
 	for _, w := range c.Workloads {
-		if !slices.Contains(AllWorkloads, w) {
-			return fmt.Errorf("unknown workload %q: want %s", w, strings.Join(AllWorkloads, ", "))
+		if !slices.Contains(KnownWorkloads, w) {
+			return fmt.Errorf("unknown workload %q: want %s", w, strings.Join(KnownWorkloads, ", "))
 		}
+	}
+	if slices.Contains(c.Workloads, Retention) && (c.RetentionN <= 0 || c.Remote()) {
+		return fmt.Errorf("the retention workload needs local mode and a positive --retention-n, got %d", c.RetentionN)
 	}
 	for _, p := range []struct {
 		name string

@@ -58,6 +58,11 @@ func startLocal(ctx context.Context, cfg *Config, label string, profile bool) (t
 	if err := l.migrate(ctx, dsn); err != nil {
 		return nil, err
 	}
+	if cfg.seed != nil {
+		if err := cfg.seed(ctx, dsn); err != nil {
+			return nil, err
+		}
+	}
 	api, err := l.startAx(ctx, dsn, natsURL, label, profile)
 	if err != nil {
 		return nil, err
@@ -189,6 +194,7 @@ func (l *local) startAx(ctx context.Context, dsn, natsURL, label string, profile
 				"--mysql-dsn", dsn, "--redis-addr", l.cfg.RedisAddr, "--redis-prefix", l.prefix,
 				"--nats-url", natsURL, "--concurrency", strconv.Itoa(l.cfg.Concurrency),
 				"--migrate=false", "--log-level", "warn", "--builtins"}
+			args = append(args, l.cfg.axArgs...)
 			if profile {
 				args = append(args, "--cpuprofile", filepath.Join(l.cfg.CPUProfileDir, label+"-"+svc+".pprof"))
 			}

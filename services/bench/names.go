@@ -1,5 +1,7 @@
 package bench
 
+import "slices"
+
 // Workload names: the four standard workloads ax's benchmark targets are
 // set for (docs/benchmarks.md).
 const (
@@ -7,10 +9,16 @@ const (
 	Latency    = "latency"
 	Delayed    = "delayed"
 	Retry      = "retry"
+	// Retention is not a standard workload and runs only when asked for: it
+	// seeds a million finished tasks and runs ax twice.
+	Retention = "retention"
 )
 
-// AllWorkloads lists the workloads in the order they run.
+// AllWorkloads lists the standard workloads in the order they run.
 var AllWorkloads = []string{Throughput, Latency, Delayed, Retry}
+
+// KnownWorkloads are every workload --workload accepts, in run order.
+var KnownWorkloads = append(slices.Clone(AllWorkloads), Retention)
 
 // Metric names, as docs/benchmarks.md reports them and says how each is
 // measured; they stay fixed so figures compare across builds.

@@ -38,7 +38,7 @@ func Run(ctx context.Context, cfg Config) ([]Result, error) {
 	}
 	var results []Result
 	var errs []error
-	for _, w := range AllWorkloads {
+	for _, w := range KnownWorkloads {
 		if !slices.Contains(cfg.Workloads, w) {
 			continue
 		}
@@ -79,6 +79,8 @@ func runWorkload(ctx context.Context, cfg *Config, w string, rep int) ([]Metric,
 		return withRun(ctx, cfg, label, cfg.CPUProfileDir != "", (*run).delayed)
 	case Retry:
 		return withRun(ctx, cfg, label, cfg.CPUProfileDir != "", (*run).retry)
+	case Retention:
+		return retention(ctx, cfg, label)
 	}
 	return nil, fmt.Errorf("unknown workload %q", w)
 }
@@ -131,6 +133,9 @@ func settingsOf(cfg *Config, w string) []Setting {
 		s = []Setting{{"rate", cfg.Rate}, {"duration", cfg.Duration.String()}, {"delay", cfg.Delay.String()}, {"submit", "single"}}
 	case Retry:
 		s = []Setting{{"n", cfg.RetryN}, {"fail_attempts", 1}, {"backoff", contracts.MinTypeDuration.String()}, {"submit", "batch"}}
+	case Retention:
+		s = []Setting{{"seeded", cfg.RetentionN}, {"retain_success", seedRetainOn.String()}, {"rate", cfg.Rate},
+			{"duration", cfg.Duration.String()}, {"submit", "single"}}
 	}
 	if cfg.Remote() {
 		return append(s, Setting{"target", "remote"})

@@ -50,4 +50,16 @@
 // Replicas multiply the reads, not the writes; each replica counts only the
 // transfers it won, so sum the counters across replicas and take the max of
 // the gauge.
+//
+// # Retention
+//
+// RunRetention, a loop of its own beside the sweeps (a long prune never
+// delays recovery), deletes finished tasks past their state's retention
+// with their history and dead letters (see RetentionConfig and
+// store.PruneFinished). Unlike the sweeps it is fenced: one reaper at a
+// time holds the Redis lease keys.RetentionLease, taken with SET NX and
+// renewed after every batch; a reaper that lost it stops its pass. The
+// lease only saves work: every delete re-checks the state and end time of
+// rows it has locked, so two reapers pruning at once delete nothing twice
+// and nothing alive.
 package reaper

@@ -63,6 +63,8 @@ type Config struct {
 	// are kept: older ones are deleted, a batch a minute. Zero keeps them
 	// forever.
 	IdempotencyRetention time.Duration
+	// Retention is how long finished tasks are kept (RunRetention).
+	Retention RetentionConfig
 }
 
 // Reaper is the reaper service.

@@ -21,6 +21,7 @@ import (
 	"github.com/axsched/ax/services/internal/ops"
 	"github.com/axsched/ax/services/internal/ring"
 	"github.com/axsched/ax/services/internal/store"
+	"github.com/axsched/ax/services/reaper"
 )
 
 // Documented defaults (docs/operations.md lists them all).
@@ -123,6 +124,7 @@ func (f *serverFlags) register(fs *pflag.FlagSet, command string) {
 	fs.IntVar(&c.RedisDB, "redis-db", envInt("AX_REDIS_DB", 0), "Redis database number [AX_REDIS_DB]")
 	fs.StringVar(&c.RedisPrefix, "redis-prefix", envStr("AX_REDIS_PREFIX", "ax"), "prefix of every Redis key [AX_REDIS_PREFIX]")
 	fs.StringVar(&c.NATSURL, "nats-url", envStr("AX_NATS_URL", ""), "NATS URL; under `ax up` empty starts an embedded server [AX_NATS_URL]")
+	fs.DurationVar(&c.EventsMaxAge, "events-max-age", envDur("AX_EVENTS_MAX_AGE", 7*24*time.Hour), "how long the AX_EVENTS stream keeps an event, at least 2m [AX_EVENTS_MAX_AGE]")
 	fs.IntVar(&c.StreamReplicas, "stream-replicas", envInt("AX_STREAM_REPLICAS", 1), "JetStream stream replicas (3 on a cluster) [AX_STREAM_REPLICAS]")
 	fs.StringVar(&c.HTTPAddr, "http", envStr("AX_HTTP_ADDR", serviceHTTPDefaults[command]), "HTTP address for the API (submitter) and /livez /readyz /metrics [AX_HTTP_ADDR]")
 	f.registerHTTP(fs)
@@ -162,6 +164,9 @@ func (f *serverFlags) register(fs *pflag.FlagSet, command string) {
 	fs.DurationVar(&f.heartbeat, "heartbeat-interval", envDur("AX_HEARTBEAT_INTERVAL", 3*time.Second), "executor membership heartbeat period; three missed mean dead [AX_HEARTBEAT_INTERVAL]")
 	fs.DurationVar(&c.Reaper.TimeoutGrace, "timeout-grace", envDur("AX_TIMEOUT_GRACE", 30*time.Second), "how long past its timeout a silent RUNNING task may be before the reaper records TIMEOUT [AX_TIMEOUT_GRACE]")
 	fs.DurationVar(&c.Reaper.IdempotencyRetention, "idempotency-retention", envDur("AX_IDEMPOTENCY_RETENTION", 0), "delete idempotency keys older than this (reaper); 0 keeps them forever [AX_IDEMPOTENCY_RETENTION]")
+	fs.DurationVar(&c.Reaper.Retention.Success, "retain-success", envDur("AX_RETAIN_SUCCESS", reaper.RetainSuccessDefault), "delete SUCCESS tasks, with their history, this long after they ended (reaper); 0 keeps them forever [AX_RETAIN_SUCCESS]")
+	fs.DurationVar(&c.Reaper.Retention.Cancelled, "retain-cancelled", envDur("AX_RETAIN_CANCELLED", reaper.RetainCancelledDefault), "delete CANCELLED tasks, with their history, this long after they ended (reaper); 0 keeps them forever [AX_RETAIN_CANCELLED]")
+	fs.DurationVar(&c.Reaper.Retention.Failed, "retain-failed", envDur("AX_RETAIN_FAILED", reaper.RetainFailedDefault), "delete tasks failed for good (FAILED/TIMEOUT), with their history and dead letter, this long after they ended (reaper); 0 keeps them forever [AX_RETAIN_FAILED]")
 	fs.DurationVar(&c.Reaper.Silence, "reap-silence", envDur("AX_REAP_SILENCE", 15*time.Second), "heartbeat silence after which a RUNNING task's lease is checked [AX_REAP_SILENCE]")
 	// No AX_* variable: one environment is often shared by several
 	// processes, which must not write the same profile file.

@@ -57,11 +57,17 @@ func (c *Conn) Close() {
 type StreamOptions struct {
 	// Replicas is the stream replication factor (3 in a production cluster).
 	Replicas int
-	// EventsMaxAge bounds how long transfer events are kept.
+	// EventsMaxAge bounds how long transfer events are kept (7 days);
+	// at least EventsMaxAgeMin.
 	EventsMaxAge time.Duration
 	// DuplicateWindow is how long a Nats-Msg-Id is remembered.
 	DuplicateWindow time.Duration
 }
+
+// EventsMaxAgeMin is the shortest EventsMaxAge: JetStream refuses a
+// stream whose de-duplication window (2 minutes) is longer than its age
+// limit, and the relay's re-publishes after a hand-over rely on that window.
+const EventsMaxAgeMin = 2 * time.Minute
 
 func (o *StreamOptions) defaults() {
 	if o.Replicas <= 0 {

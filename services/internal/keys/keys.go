@@ -68,3 +68,7 @@ func (k Keys) RunningSetBuilt(taskType string) string {
 // last heartbeat (JSON). Losing it is harmless: executors re-register on
 // their next heartbeat.
 func (k Keys) Nodes() string { return k.Prefix + ":nodes" }
+
+// RetentionLease names the reaper that prunes finished tasks, holding
+// "<node>/<random>" with an expiry: one reaper prunes at a time.
+func (k Keys) RetentionLease() string { return k.Prefix + ":reaper:retention" }

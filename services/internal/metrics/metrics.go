@@ -127,6 +127,11 @@ var (
 	IdempotencyKeysPruned = promauto.NewCounter(prometheus.CounterOpts{
 		Name: "ax_idempotency_keys_pruned_total", Help: "Idempotency keys deleted by the reaper because they were older than --idempotency-retention.",
 	})
+	// RetentionPruned counts finished tasks deleted past their state's
+	// retention, with their history and dead letters.
+	RetentionPruned = promauto.NewCounterVec(prometheus.CounterOpts{
+		Name: "ax_retention_pruned_total", Help: "Finished tasks deleted (with their history and dead letters) by the reaper because they ended longer ago than their state's retention (--retain-*).",
+	}, []string{"status"})
 	// ReaperStrandedMoved counts task messages moved off the subjects of
 	// executor nodes that are gone, back to the dispatcher.
 	ReaperStrandedMoved = promauto.NewCounter(prometheus.CounterOpts{

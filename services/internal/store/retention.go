@@ -1,0 +1,237 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/axsched/ax/contracts"
+)
+
+// Retention: deleting finished tasks with their history and dead letters.
+//
+// A task is due for deletion when it is in a final state and its end time,
+// updated_at (stamped by the final transfer on the database clock), is
+// older than the cutoff. Candidates are found through
+// idx_tasks_status_next_run, the one index on status, rather than a new
+// index on (status, updated_at): every secondary index holding status costs
+// every transfer an entry moved. For a final task next_run_time is the due
+// time of its last attempt, which is never after its end, so
+// next_run_time < cutoff is implied by an end before the cutoff and narrows
+// the scan to an index range; updated_at < cutoff then decides. The two
+// clocks (next_run_time is on the scheduler clock) only have to agree
+// roughly: a skew delays a deletion by the skew, it never makes one early,
+// since updated_at always decides. A task cancelled before it was due keeps
+// its future next_run_time, so it is deleted a retention after its due time
+// (at most the submit horizon, a year) rather than after its cancellation.
+
+// FinalStates are the states retention deletes, each with its own
+// retention setting. FAILED and TIMEOUT rows that are final are dead
+// letters: a failure with retries left moves on to RETRYING in the same
+// transaction, so it is never seen final.
+var FinalStates = []contracts.Status{
+	contracts.StatusSuccess, contracts.StatusCancelled, contracts.StatusFailed, contracts.StatusTimeout,
+}
+
+// PruneFinishedParams select one batch of finished tasks to delete.
+type PruneFinishedParams struct {
+	// Status is the final state whose tasks go.
+	Status contracts.Status
+	// EndedBefore is the cutoff on the database clock (see DBNow): only
+	// tasks whose final transfer was before it go.
+	EndedBefore time.Time
+	// Limit bounds the tasks of the batch, so one transaction holds few
+	// locks for a short time.
+	Limit int
+	// DueFrom starts the scan at this next_run_time: a pass gives each
+	// batch the previous batch's LastDue, so it does not walk again over
+	// the index entries it just deleted (InnoDB purges them only later).
+	DueFrom int64
+}
+
+// PruneCounts are the rows one batch deleted.
+type PruneCounts struct {
+	Tasks, History, DeadLetters int64
+	// Candidates is how many tasks the index scan found; fewer than the
+	// limit means the state has nothing more due.
+	Candidates int
+	// LastDue is the latest next_run_time among the candidates: where the
+	// next batch's scan starts.
+	LastDue int64
+}
+
+// DBNow reads the database clock, the one updated_at is stamped with.
+func (s *Store) DBNow(ctx context.Context) (time.Time, error) {
+	var now time.Time
+	if err := s.db.QueryRowContext(ctx, `SELECT NOW(3)`).Scan(&now); err != nil {
+		return time.Time{}, fmt.Errorf("read database clock: %w", err)
+	}
+	return now.UTC(), nil
+}
+
+// pruneCandidatesSQL scans one status's range of idx_tasks_status_next_run
+// oldest due time first; the index is forced because on a table of mostly
+// old finished tasks the range covers most rows and the optimizer would
+// otherwise rather read the whole table.
+const pruneCandidatesSQL = `SELECT id, next_run_time FROM tasks FORCE INDEX (idx_tasks_status_next_run)
+	WHERE status = ? AND next_run_time >= ? AND next_run_time < ? AND updated_at < ?
+	ORDER BY next_run_time LIMIT ?`
+
+// PruneFinished deletes one batch of tasks of p.Status that ended before
+// p.EndedBefore, with their task_history and dead_letters rows, in one
+// transaction, and returns what went.
+//
+// Nothing that can still change is deleted: inside the transaction the
+// dead letters and then the tasks are locked (the order RetryDeadLetter
+// takes them in, so the two cannot deadlock) and the state and end time
+// re-checked, so a dead letter re-run concurrently (FAILED -> RETRYING) is
+// left whole. A task whose history rows are not all published yet (above
+// the history relay's cursor) is left for a later batch, so deleting never
+// loses an event. READ COMMITTED keeps the locks to the rows themselves,
+// without gap locks that would stall inserts of new dead letters.
+func (s *Store) PruneFinished(ctx context.Context, p PruneFinishedParams) (PruneCounts, error) {
+	if !slices.Contains(FinalStates, p.Status) {
+		return PruneCounts{}, fmt.Errorf("prune finished tasks: %s is not a final state", p.Status)
+	}
+	if p.Limit <= 0 || p.EndedBefore.IsZero() {
+		return PruneCounts{}, fmt.Errorf("prune finished tasks: limit %d must be positive and the cutoff set", p.Limit)
+	}
+	cutoff := p.EndedBefore.UTC()
+	ids, lastDue, err := s.pruneCandidates(ctx, p.Status, p.DueFrom, cutoff, p.Limit)
+	if err != nil {
+		return PruneCounts{}, fmt.Errorf("find %s tasks ended before %s: %w", p.Status, cutoff.Format(time.RFC3339), err)
+	}
+	out := PruneCounts{Candidates: len(ids), LastDue: lastDue}
+	if len(ids) == 0 {
+		return out, nil
+	}
+	published, err := s.RelayCursor(ctx)
+	if err != nil {
+		return out, err
+	}
+	err = s.inTxOpts(ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted}, func(tx *sql.Tx) error {
+		if _, err := queryIDs(ctx, tx.QueryContext, `SELECT id FROM dead_letters WHERE task_id IN (`+marks(len(ids))+`) FOR UPDATE`, int64Args(ids)...); err != nil {
+			return fmt.Errorf("lock dead letters: %w", err)
+		}
+		locked, err := queryIDs(ctx, tx.QueryContext, `SELECT id FROM tasks WHERE id IN (`+marks(len(ids))+`) AND status = ? AND updated_at < ? FOR UPDATE`,
+			append(int64Args(ids), string(p.Status), cutoff)...)
+		if err != nil {
+			return fmt.Errorf("lock tasks: %w", err)
+		}
+		if locked, err = withoutUnpublished(ctx, tx, locked, published); err != nil || len(locked) == 0 {
+			return err
+		}
+		return deletePruned(ctx, tx, p.Status, locked, &out)
+	})
+	if err != nil {
+		return PruneCounts{}, fmt.Errorf("prune %d %s tasks: %w", len(ids), p.Status, err)
+	}
+	return out, nil
+}
+
+// pruneCandidates returns the IDs of a batch and the latest due time among
+// them.
+func (s *Store) pruneCandidates(ctx context.Context, status contracts.Status, dueFrom int64, cutoff time.Time, limit int) ([]int64, int64, error) {
+	rows, err := s.db.QueryContext(ctx, pruneCandidatesSQL, string(status), dueFrom, cutoff.UnixMilli(), cutoff, limit)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer rows.Close()
+	var ids []int64
+	var last int64
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id, &last); err != nil {
+			return nil, 0, err
+		}
+		ids = append(ids, id)
+	}
+	return ids, last, rows.Err()
+}
+
+// withoutUnpublished drops the tasks that have a history row above the
+// relay's cursor: their events are not all on the stream yet.
+func withoutUnpublished(ctx context.Context, tx *sql.Tx, ids []int64, published int64) ([]int64, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	pending, err := queryIDs(ctx, tx.QueryContext, `SELECT DISTINCT task_id FROM task_history WHERE task_id IN (`+marks(len(ids))+`) AND id > ?`,
+		append(int64Args(ids), published)...)
+	if err != nil {
+		return nil, fmt.Errorf("check history is published: %w", err)
+	}
+	if len(pending) == 0 {
+		return ids, nil
+	}
+	skip := make(map[int64]bool, len(pending))
+	for _, id := range pending {
+		skip[id] = true
+	}
+	kept := ids[:0]
+	for _, id := range ids {
+		if !skip[id] {
+			kept = append(kept, id)
+		}
+	}
+	return kept, nil
+}
+
+// deletePruned deletes the locked tasks' dead letters, history and rows;
+// the task DELETE re-checks the state although the rows are locked, so a
+// mistake upstream can never delete live work.
+func deletePruned(ctx context.Context, tx *sql.Tx, status contracts.Status, ids []int64, out *PruneCounts) error {
+	in, args := marks(len(ids)), int64Args(ids)
+	steps := []struct {
+		table string
+		query string
+		args  []any
+		n     *int64
+	}{
+		{"dead_letters", `DELETE FROM dead_letters WHERE task_id IN (` + in + `)`, args, &out.DeadLetters},
+		{"task_history", `DELETE FROM task_history WHERE task_id IN (` + in + `)`, args, &out.History},
+		{"tasks", `DELETE FROM tasks WHERE id IN (` + in + `) AND status = ?`, append(args, string(status)), &out.Tasks},
+	}
+	for _, st := range steps {
+		res, err := tx.ExecContext(ctx, st.query, st.args...)
+		if err != nil {
+			return fmt.Errorf("delete from %s: %w", st.table, err)
+		}
+		if *st.n, err = res.RowsAffected(); err != nil {
+			return fmt.Errorf("delete from %s: %w", st.table, err)
+		}
+	}
+	return nil
+}
+
+// queryIDs runs a query of one BIGINT column through query, the pool's or
+// a transaction's QueryContext.
+func queryIDs(ctx context.Context, query func(context.Context, string, ...any) (*sql.Rows, error), q string, args ...any) ([]int64, error) {
+	rows, err := query(ctx, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var ids []int64
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		ids = append(ids, id)
+	}
+	return ids, rows.Err()
+}
+
+// marks is n comma-separated placeholders.
+func marks(n int) string { return "?" + strings.Repeat(", ?", n-1) }
+
+func int64Args(ids []int64) []any {
+	args := make([]any, len(ids))
+	for i, id := range ids {
+		args[i] = id
+	}
+	return args
+}

@@ -1,0 +1,4 @@
+package store
+
+// PruneCandidatesSQL is the candidate scan of PruneFinished, for EXPLAIN.
+const PruneCandidatesSQL = pruneCandidatesSQL

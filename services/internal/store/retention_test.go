@@ -1,0 +1,260 @@
+package store_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/axsched/ax/contracts"
+	"github.com/axsched/ax/services/internal/store"
+	"github.com/axsched/ax/services/internal/testenv"
+)
+
+// left counts what a task still has: its row, history rows, dead letters.
+func left(t *testing.T, st *store.Store, id int64) [3]int {
+	t.Helper()
+	var n [3]int
+	for i, q := range []string{`SELECT COUNT(*) FROM tasks WHERE id = ?`, `SELECT COUNT(*) FROM task_history WHERE task_id = ?`,
+		`SELECT COUNT(*) FROM dead_letters WHERE task_id = ?`} {
+		require.NoError(t, st.DB().QueryRow(q, id).Scan(&n[i]))
+	}
+	return n
+}
+
+// TestPruneFinishedDeletesOnlyFinishedTasksPastTheCutoff: per state, a task
+// that ended before the cutoff goes with its history and dead letter; a
+// younger one stays, and work in progress stays however old it looks.
+func TestPruneFinishedDeletesOnlyFinishedTasksPastTheCutoff(t *testing.T) {
+	ctx := context.Background()
+	st, _ := testenv.Store(t)
+	cases := []struct {
+		status     contracts.Status
+		age        time.Duration
+		deadLetter bool
+		gone       bool
+	}{
+		{contracts.StatusSuccess, 2 * time.Hour, false, true},
+		{contracts.StatusSuccess, 30 * time.Minute, false, false},
+		{contracts.StatusCancelled, 2 * time.Hour, false, true},
+		{contracts.StatusCancelled, time.Minute, false, false},
+		{contracts.StatusFailed, 2 * time.Hour, true, true},
+		{contracts.StatusFailed, 59 * time.Minute, true, false},
+		{contracts.StatusTimeout, 3 * time.Hour, true, true},
+		{contracts.StatusSuccess, 2 * time.Hour, true, true}, // re-run from a dead letter, then succeeded
+		{contracts.StatusRunning, 1000 * time.Hour, false, false},
+		{contracts.StatusReady, 1000 * time.Hour, false, false},
+		{contracts.StatusRetrying, 1000 * time.Hour, false, false},
+		{contracts.StatusSuspend, 1000 * time.Hour, false, false},
+	}
+	ids := make([]int64, len(cases))
+	for i, c := range cases {
+		ids[i] = testenv.EndedTask(t, st, c.status, c.age, c.deadLetter)
+	}
+	testenv.HistoryPublished(t, st)
+	now, err := st.DBNow(ctx)
+	require.NoError(t, err)
+	for _, s := range store.FinalStates {
+		_, err := st.PruneFinished(ctx, store.PruneFinishedParams{Status: s, EndedBefore: now.Add(-time.Hour), Limit: 100})
+		require.NoError(t, err)
+	}
+	for i, c := range cases {
+		got := left(t, st, ids[i])
+		if c.gone {
+			require.Equal(t, [3]int{}, got, "%s ended %s ago: row, history, dead letters", c.status, c.age)
+			continue
+		}
+		want := [3]int{1, 1, 0}
+		if c.deadLetter {
+			want[2] = 1
+		}
+		require.Equal(t, want, got, "%s ended %s ago: row, history, dead letters", c.status, c.age)
+	}
+}
+
+// TestPruneFinishedRefusesStatesThatAreNotFinal: asking to prune work in
+// progress is a mistake, refused with nothing deleted.
+func TestPruneFinishedRefusesStatesThatAreNotFinal(t *testing.T) {
+	ctx := context.Background()
+	st, _ := testenv.Store(t)
+	id := testenv.EndedTask(t, st, contracts.StatusRunning, 1000*time.Hour, false)
+	testenv.HistoryPublished(t, st)
+	for _, s := range []contracts.Status{contracts.StatusRunning, contracts.StatusReady, contracts.StatusRetrying, contracts.StatusSuspend, "bogus"} {
+		_, err := st.PruneFinished(ctx, store.PruneFinishedParams{Status: s, EndedBefore: time.Now(), Limit: 10})
+		require.ErrorContains(t, err, "not a final state", s)
+	}
+	_, err := st.PruneFinished(ctx, store.PruneFinishedParams{Status: contracts.StatusSuccess, EndedBefore: time.Now(), Limit: 0})
+	require.Error(t, err)
+	require.Equal(t, [3]int{1, 1, 0}, left(t, st, id))
+}
+
+// TestPruneFinishedIsBoundedByTheLimit: a batch deletes at most Limit
+// tasks, oldest due first, and says when the state has no more.
+func TestPruneFinishedIsBoundedByTheLimit(t *testing.T) {
+	ctx := context.Background()
+	st, _ := testenv.Store(t)
+	for i := range 7 {
+		testenv.EndedTask(t, st, contracts.StatusSuccess, time.Duration(2+i)*time.Hour, false)
+	}
+	testenv.HistoryPublished(t, st)
+	now, err := st.DBNow(ctx)
+	require.NoError(t, err)
+	var got [][2]int64
+	var from int64
+	for range 4 {
+		c, err := st.PruneFinished(ctx, store.PruneFinishedParams{Status: contracts.StatusSuccess, EndedBefore: now.Add(-time.Hour), Limit: 3, DueFrom: from})
+		require.NoError(t, err)
+		got = append(got, [2]int64{c.Tasks, int64(c.Candidates)})
+		require.Equal(t, c.Tasks, c.History)
+		from = c.LastDue
+	}
+	require.Equal(t, [][2]int64{{3, 3}, {3, 3}, {1, 1}, {0, 0}}, got, "tasks and candidates per batch")
+}
+
+// TestPruneFinishedKeepsTasksWithUnpublishedHistory: a history row above
+// the relay's cursor has not reached the stream; its task waits.
+func TestPruneFinishedKeepsTasksWithUnpublishedHistory(t *testing.T) {
+	ctx := context.Background()
+	st, _ := testenv.Store(t)
+	published := testenv.EndedTask(t, st, contracts.StatusSuccess, 2*time.Hour, false)
+	testenv.HistoryPublished(t, st)
+	pending := testenv.EndedTask(t, st, contracts.StatusSuccess, 2*time.Hour, false)
+	now, err := st.DBNow(ctx)
+	require.NoError(t, err)
+	c, err := st.PruneFinished(ctx, store.PruneFinishedParams{Status: contracts.StatusSuccess, EndedBefore: now.Add(-time.Hour), Limit: 10})
+	require.NoError(t, err)
+	require.EqualValues(t, 1, c.Tasks)
+	require.Equal(t, [3]int{}, left(t, st, published))
+	require.Equal(t, [3]int{1, 1, 0}, left(t, st, pending))
+}
+
+// TestPruneFinishedNeverDeletesADeadLetterBeingReRun: a re-run and a prune
+// race on the same old dead letters. Each task ends either re-run whole
+// (RETRYING, its history and letter kept) or deleted whole, never in
+// between, and neither side fails but the re-run of a deleted letter.
+func TestPruneFinishedNeverDeletesADeadLetterBeingReRun(t *testing.T) {
+	ctx := context.Background()
+	st, _ := testenv.Store(t)
+	const n = 40
+	ids := make([]int64, n)
+	for i := range ids {
+		ids[i] = testenv.EndedTask(t, st, contracts.StatusFailed, 2*time.Hour, true)
+	}
+	testenv.HistoryPublished(t, st)
+	letters := testenv.Column[int64](t, st.DB(), `SELECT id FROM dead_letters ORDER BY task_id`)
+	require.Len(t, letters, n)
+	now, err := st.DBNow(ctx)
+	require.NoError(t, err)
+	var wg sync.WaitGroup
+	errs := make(chan error, n+4)
+	start := make(chan struct{})
+	for _, l := range letters {
+		wg.Go(func() {
+			<-start
+			_, err := st.RetryDeadLetter(ctx, l, "op", time.Now().Add(time.Hour).UnixMilli())
+			if err != nil && !errors.Is(err, store.ErrNotFound) {
+				errs <- fmt.Errorf("re-run letter %d: %w", l, err)
+			}
+		})
+	}
+	for range 4 {
+		wg.Go(func() {
+			<-start
+			_, err := st.PruneFinished(ctx, store.PruneFinishedParams{Status: contracts.StatusFailed, EndedBefore: now.Add(-time.Hour), Limit: n})
+			if err != nil {
+				errs <- err
+			}
+		})
+	}
+	close(start)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
+	reRun := 0
+	for _, id := range ids {
+		got := left(t, st, id)
+		if got == ([3]int{}) {
+			continue
+		}
+		reRun++
+		require.Equal(t, [3]int{1, 2, 1}, got, "task %d: row, history, dead letters", id)
+		var status string
+		require.NoError(t, st.DB().QueryRow(`SELECT status FROM tasks WHERE id = ?`, id).Scan(&status))
+		require.Equal(t, string(contracts.StatusRetrying), status)
+	}
+	t.Logf("%d of %d re-run, the rest pruned", reRun, n)
+}
+
+// TestPruneCandidatesScanAnIndexRange: the candidate query reads a range of
+// idx_tasks_status_next_run in index order: no full scan, no sort.
+func TestPruneCandidatesScanAnIndexRange(t *testing.T) {
+	st, _ := testenv.Store(t)
+	for i := range 50 {
+		testenv.EndedTask(t, st, []contracts.Status{contracts.StatusSuccess, contracts.StatusReady, contracts.StatusRunning}[i%3], time.Duration(i)*time.Hour, false)
+	}
+	_, err := st.DB().Exec(`ANALYZE TABLE tasks`)
+	require.NoError(t, err)
+	rows, err := st.DB().Query(`EXPLAIN `+store.PruneCandidatesSQL, "SUCCESS", 0, time.Now().UnixMilli(), time.Now(), 500)
+	require.NoError(t, err)
+	defer rows.Close()
+	cols, err := rows.Columns()
+	require.NoError(t, err)
+	require.True(t, rows.Next())
+	vals := make([]any, len(cols))
+	for i := range vals {
+		vals[i] = new([]byte)
+	}
+	require.NoError(t, rows.Scan(vals...))
+	plan := map[string]string{}
+	for i, c := range cols {
+		plan[strings.ToLower(c)] = string(*vals[i].(*[]byte))
+	}
+	require.Equal(t, "idx_tasks_status_next_run", plan["key"], "plan %v", plan)
+	require.Equal(t, "range", plan["type"], "plan %v", plan)
+	require.NotContains(t, plan["extra"], "filesort", "plan %v", plan)
+	require.False(t, rows.Next(), "one table, one row of plan")
+}
+
+// TestPruneFinishedWaitsForAReRunInFlight: a re-run holds the dead letter
+// and has moved the task FAILED -> RETRYING but not committed; a prune of
+// FAILED tasks started meanwhile waits for it and then leaves the task
+// whole.
+func TestPruneFinishedWaitsForAReRunInFlight(t *testing.T) {
+	ctx := context.Background()
+	st, _ := testenv.Store(t)
+	id := testenv.EndedTask(t, st, contracts.StatusFailed, 2*time.Hour, true)
+	testenv.HistoryPublished(t, st)
+	now, err := st.DBNow(ctx)
+	require.NoError(t, err)
+	tx, err := st.DB().BeginTx(ctx, nil)
+	require.NoError(t, err)
+	defer tx.Rollback()
+	_, err = tx.ExecContext(ctx, `SELECT id FROM dead_letters WHERE task_id = ? FOR UPDATE`, id)
+	require.NoError(t, err)
+	_, err = tx.ExecContext(ctx, `UPDATE tasks SET status = 'RETRYING', updated_at = NOW(3) WHERE id = ?`, id)
+	require.NoError(t, err)
+	done := make(chan store.PruneCounts, 1)
+	go func() {
+		c, err := st.PruneFinished(ctx, store.PruneFinishedParams{Status: contracts.StatusFailed, EndedBefore: now.Add(-time.Hour), Limit: 10})
+		assert.NoError(t, err)
+		done <- c
+	}()
+	testenv.Eventually(t, 10*time.Second, "the prune waits for the re-run's locks", func() bool {
+		var n int
+		_ = st.DB().QueryRow(`SELECT COUNT(*) FROM information_schema.INNODB_TRX WHERE trx_state = 'LOCK WAIT' AND trx_query LIKE ?`,
+			fmt.Sprintf("%%FROM dead_letters WHERE task_id IN (%d)%%", id)).Scan(&n)
+		return n > 0
+	})
+	require.NoError(t, tx.Commit())
+	c := <-done
+	require.Zero(t, c.Tasks)
+	require.Equal(t, [3]int{1, 1, 1}, left(t, st, id))
+}
