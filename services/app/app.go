@@ -20,6 +20,7 @@ import (
 
 	"github.com/axsched/ax/services/dispatcher"
 	"github.com/axsched/ax/services/executor"
+	"github.com/axsched/ax/services/internal/auth"
 	"github.com/axsched/ax/services/internal/bus"
 	"github.com/axsched/ax/services/internal/clock"
 	"github.com/axsched/ax/services/internal/dispatch"
@@ -73,6 +74,12 @@ type Config struct {
 	NodeID int64
 	// Migrate applies pending migrations at start.
 	Migrate bool
+	// Auth says whether API keys are checked (auth.Mode; "" is auto: on
+	// unless HTTPAddr is loopback and no key exists, and a process bound
+	// beyond loopback with no key refuses to start).
+	Auth auth.Mode
+	// AuthCache tunes how long looked-up keys are trusted.
+	AuthCache auth.Config
 
 	Relay      outbox.Config
 	Submitter  submitter.Config
@@ -120,6 +127,9 @@ func (c *Config) Validate(services []Service) error {
 	if c.HTTPAddr == "" {
 		return errors.New("http address is empty")
 	}
+	if _, err := auth.ParseMode(string(c.Auth)); err != nil {
+		return err
+	}
 	if c.NodeID < 0 || c.NodeID > 1023 {
 		return fmt.Errorf("node id %d is outside 0..1023", c.NodeID)
 	}
@@ -142,6 +152,22 @@ func Run(ctx context.Context, cfg Config, services []Service, logger *slog.Logge
 	if err := cfg.Validate(services); err != nil {
 		return fmt.Errorf("config: %w", err)
 	}
+	if cfg.Migrate {
+		if err := store.Migrate(ctx, cfg.MySQLDSN); err != nil {
+			return err
+		}
+	}
+	st, err := store.Open(ctx, cfg.MySQLDSN, store.Options{Actor: "ax@" + cfg.Node})
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	// Decided before anything else starts, so that a process that must not
+	// run open stops here and the first line logged says who may call it.
+	authOn, err := decideAuth(ctx, cfg, st, logger)
+	if err != nil {
+		return err
+	}
 	if cfg.EmbeddedNATS && cfg.NATSURL == "" {
 		if err := os.MkdirAll(cfg.Embedded.StoreDir, 0o755); err != nil {
 			return fmt.Errorf("nats store dir: %w", err)
@@ -154,16 +180,6 @@ func Run(ctx context.Context, cfg Config, services []Service, logger *slog.Logge
 		cfg.NATSURL = srv.URL()
 		logger.Info("embedded nats started", "url", cfg.NATSURL, "store_dir", cfg.Embedded.StoreDir, "sync", cfg.Embedded.Sync)
 	}
-	if cfg.Migrate {
-		if err := store.Migrate(ctx, cfg.MySQLDSN); err != nil {
-			return err
-		}
-	}
-	st, err := store.Open(ctx, cfg.MySQLDSN, store.Options{Actor: "ax@" + cfg.Node})
-	if err != nil {
-		return err
-	}
-	defer st.Close()
 	rdb := redis.NewClient(&redis.Options{Addr: cfg.RedisAddr, DB: cfg.RedisDB})
 	defer rdb.Close()
 	if err := rdb.Ping(ctx).Err(); err != nil {
@@ -200,6 +216,11 @@ func Run(ctx context.Context, cfg Config, services []Service, logger *slog.Logge
 		}
 		return nil
 	})
+	if authOn {
+		// Key expiry is wall-clock time, like the times the store writes.
+		authn := auth.New(cfg.AuthCache, st, clock.System{}, logger.With("component", "auth"))
+		srv.Use(auth.Middleware(srv.Mux, authn, logger.With("component", "auth")))
+	}
 	if err := srv.Listen(); err != nil {
 		return err
 	}
@@ -326,4 +347,22 @@ func Run(ctx context.Context, cfg Config, services []Service, logger *slog.Logge
 	stopInfra()
 	infraErr := infra.Wait()
 	return errors.Join(svcErr, infraErr)
+}
+
+// decideAuth applies cfg.Auth and logs the decision.
+func decideAuth(ctx context.Context, cfg Config, st *store.Store, logger *slog.Logger) (bool, error) {
+	mode, err := auth.ParseMode(string(cfg.Auth))
+	if err != nil {
+		return false, err
+	}
+	d, err := auth.Decide(ctx, mode, cfg.HTTPAddr, st, time.Now())
+	if err != nil {
+		return false, err
+	}
+	if d.Warn {
+		logger.Warn(d.Message, "http", cfg.HTTPAddr)
+	} else {
+		logger.Info(d.Message, "http", cfg.HTTPAddr)
+	}
+	return d.Enforce, nil
 }

@@ -29,6 +29,7 @@ type Server struct {
 	checks   map[string]Check
 	draining bool
 	ln       net.Listener
+	wrap     []func(http.Handler) http.Handler
 }
 
 // New builds a server for addr ("127.0.0.1:8080").
@@ -40,6 +41,12 @@ func New(addr string, logger *slog.Logger) *Server {
 	s.Mux.HandleFunc("GET /readyz", s.readyz)
 	s.Mux.Handle("GET /metrics", promhttp.Handler())
 	return s
+}
+
+// Use wraps every request in mw (authentication, for one); the first
+// added sees a request first. Call it before Run.
+func (s *Server) Use(mw func(http.Handler) http.Handler) {
+	s.wrap = append(s.wrap, mw)
 }
 
 // AddCheck registers a readiness check under name.
@@ -110,7 +117,11 @@ func (s *Server) Run(ctx context.Context) error {
 			return err
 		}
 	}
-	srv := &http.Server{Handler: s.Mux, ReadHeaderTimeout: 10 * time.Second}
+	var h http.Handler = s.Mux
+	for i := len(s.wrap) - 1; i >= 0; i-- {
+		h = s.wrap[i](h)
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(s.ln) }()
 	s.logger.Info("http listening", "addr", s.Addr())
