@@ -116,6 +116,10 @@ func TestOpenAPISchemasMatchGoTypes(t *testing.T) {
 		{"Node", reflect.TypeFor[Node]()},
 		{"NodeList", reflect.TypeFor[NodeList]()},
 		{"Problem", reflect.TypeFor[Problem]()},
+		{"APIKey", reflect.TypeFor[APIKey]()},
+		{"APIKeyList", reflect.TypeFor[APIKeyList]()},
+		{"APIKeyCreate", reflect.TypeFor[APIKeyCreate]()},
+		{"APIKeyCreated", reflect.TypeFor[APIKeyCreated]()},
 	}
 	for _, tt := range tests {
 		t.Run(tt.schema, func(t *testing.T) {
@@ -155,6 +159,9 @@ func TestOpenAPIEnums(t *testing.T) {
 		CodeRateLimited,
 		CodeMisdirectedRequest,
 		CodeOriginNotAllowed,
+		CodeUnauthenticated,
+		CodeForbidden,
+		CodeConflict,
 	}
 	tests := []struct {
 		schema  string
@@ -199,6 +206,9 @@ func TestOpenAPIRoutes(t *testing.T) {
 		"GET /v1/deadletters",
 		"POST /v1/deadletters/{id}/retry",
 		"GET /v1/nodes",
+		"GET /v1/keys",
+		"POST /v1/keys",
+		"DELETE /v1/keys/{name}",
 		"GET /livez",
 		"GET /readyz",
 		"GET /metrics",
@@ -315,5 +325,64 @@ func TestOpenAPIEdgeResponses(t *testing.T) {
 				t.Errorf("GET %s documents 415, which no GET answers", path)
 			}
 		}
+	}
+}
+
+// TestOpenAPIEveryOperationDeclaresItsSecurity: an operation either needs a
+// bearer token and names the least role (x-ax-role), or is open
+// (security: [] and x-ax-role: none). services/submitter calls every
+// operation with every role against the server and checks the answers.
+func TestOpenAPIEveryOperationDeclaresItsSecurity(t *testing.T) {
+	var doc struct {
+		Paths      map[string]map[string]yaml.Node `yaml:"paths"`
+		Components struct {
+			SecuritySchemes map[string]struct {
+				Type   string `yaml:"type"`
+				Scheme string `yaml:"scheme"`
+			} `yaml:"securitySchemes"`
+		} `yaml:"components"`
+	}
+	if err := yaml.Unmarshal(OpenAPI, &doc); err != nil {
+		t.Fatalf("parse openapi.yaml: %v", err)
+	}
+	if s := doc.Components.SecuritySchemes["bearerAuth"]; s.Type != "http" || s.Scheme != "bearer" {
+		t.Fatalf("components.securitySchemes.bearerAuth = %+v, want http bearer", s)
+	}
+	roles := []string{"none", "submit", "read", "operate", "admin"}
+	n := 0
+	for path, item := range doc.Paths {
+		for method, node := range item {
+			if method == "parameters" {
+				continue
+			}
+			n++
+			var op struct {
+				Security *[]map[string][]string `yaml:"security"`
+				Role     string                 `yaml:"x-ax-role"`
+			}
+			if err := node.Decode(&op); err != nil {
+				t.Fatalf("%s %s: %v", method, path, err)
+			}
+			if !slices.Contains(roles, op.Role) {
+				t.Errorf("%s %s: x-ax-role %q, want one of %v", method, path, op.Role, roles)
+				continue
+			}
+			if op.Security == nil {
+				t.Errorf("%s %s declares no security", method, path)
+				continue
+			}
+			open := len(*op.Security) == 0
+			if open != (op.Role == "none") {
+				t.Errorf("%s %s: security %v does not match x-ax-role %q", method, path, *op.Security, op.Role)
+			}
+			if !open {
+				if _, ok := (*op.Security)[0]["bearerAuth"]; !ok || len(*op.Security) != 1 {
+					t.Errorf("%s %s: security %v, want [bearerAuth]", method, path, *op.Security)
+				}
+			}
+		}
+	}
+	if n < 17 {
+		t.Fatalf("walked %d operations; the walk is broken", n)
 	}
 }

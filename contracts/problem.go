@@ -19,6 +19,14 @@ const (
 	CodeIllegalTransition = "illegal_transition"
 	CodeInternal          = "internal"
 	CodeUnavailable       = "unavailable"
+	// CodeUnauthenticated (401): no bearer token, or one that is unknown,
+	// revoked or expired.
+	CodeUnauthenticated = "unauthenticated"
+	// CodeForbidden (403): the key's role does not allow the operation.
+	CodeForbidden = "forbidden"
+	// CodeConflict (409): the thing to create exists already, or the
+	// change was made before (an API key name, a revoked key).
+	CodeConflict = "conflict"
 )
 
 // Error codes of the HTTP edge, answered before a request reaches a handler.

@@ -18,8 +18,9 @@ import (
 
 // Client talks to one ax submitter.
 type Client struct {
-	base string
-	http *http.Client
+	base  string
+	http  *http.Client
+	token string
 }
 
 // Option changes how a Client is built.
@@ -32,6 +33,13 @@ type Option func(*Client)
 // new connection.
 func WithHTTPClient(hc *http.Client) Option {
 	return func(c *Client) { c.http = hc }
+}
+
+// WithToken sends token, an API key's token, as a bearer token with every
+// request. Read it from a file or the environment: a token given on a
+// command line shows in process listings.
+func WithToken(token string) Option {
+	return func(c *Client) { c.token = token }
 }
 
 // New returns a client for baseURL ("http://127.0.0.1:8080"); a bare
@@ -90,6 +98,9 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 	// (see docs/api.md).
 	if method != http.MethodGet {
 		req.Header.Set("Content-Type", "application/json")
+	}
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {

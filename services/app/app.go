@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"os"
 	"slices"
 	"time"
@@ -20,9 +21,11 @@ import (
 
 	"github.com/axsched/ax/services/dispatcher"
 	"github.com/axsched/ax/services/executor"
+	"github.com/axsched/ax/services/internal/auth"
 	"github.com/axsched/ax/services/internal/bus"
 	"github.com/axsched/ax/services/internal/clock"
 	"github.com/axsched/ax/services/internal/dispatch"
+	"github.com/axsched/ax/services/internal/httpedge"
 	"github.com/axsched/ax/services/internal/idgen"
 	"github.com/axsched/ax/services/internal/keys"
 	"github.com/axsched/ax/services/internal/natsembed"
@@ -69,6 +72,12 @@ type Config struct {
 	// HTTP holds the HTTP server's timeouts, Host and CORS allow-lists and
 	// rate limit.
 	HTTP ops.Config
+	// Auth says whether API keys are checked (auth.Mode; "" is auto: on
+	// unless HTTPAddr is loopback and no key exists, and a process bound
+	// beyond loopback with no key refuses to start).
+	Auth auth.Mode
+	// AuthCache tunes how long looked-up keys are trusted.
+	AuthCache auth.Config
 	// Node names this process in history rows, locks and task rows.
 	Node string
 	// Shards is the shard count of every task type's ring (0: 64). Every
@@ -135,6 +144,9 @@ func (c *Config) Validate(services []Service) error {
 	if err := c.HTTP.Validate(); err != nil {
 		return err
 	}
+	if _, err := auth.ParseMode(string(c.Auth)); err != nil {
+		return err
+	}
 	if c.NodeID < 0 || c.NodeID > 1023 {
 		return fmt.Errorf("node id %d is outside 0..1023", c.NodeID)
 	}
@@ -193,6 +205,8 @@ type deps struct {
 	// relay (tasks due the moment they became READY) and the timer (READY
 	// tasks that fall due): one routing table and one type cache.
 	send *dispatch.Sender
+	// authOn says API keys are checked (decided once, at start).
+	authOn bool
 	// closers release what openDeps opened, last first.
 	closers []func()
 }
@@ -203,8 +217,9 @@ func (d *deps) close() {
 	}
 }
 
-// openDeps starts the embedded NATS server if asked to, migrates, and
-// connects to MySQL, Redis and NATS. On error it closes what it opened.
+// openDeps migrates, opens MySQL, decides whether API keys are checked,
+// starts the embedded NATS server if asked to, and connects to Redis and
+// NATS. On error it closes what it opened.
 func openDeps(ctx context.Context, cfg *Config, logger *slog.Logger) (d *deps, err error) {
 	d = &deps{keys: keys.New(cfg.RedisPrefix)}
 	defer func() {
@@ -212,9 +227,6 @@ func openDeps(ctx context.Context, cfg *Config, logger *slog.Logger) (d *deps, e
 			d.close()
 		}
 	}()
-	if err := startEmbeddedNATS(cfg, d, logger); err != nil {
-		return nil, err
-	}
 	if cfg.Migrate {
 		if err := store.Migrate(ctx, cfg.MySQLDSN); err != nil {
 			return nil, err
@@ -224,6 +236,14 @@ func openDeps(ctx context.Context, cfg *Config, logger *slog.Logger) (d *deps, e
 		return nil, err
 	}
 	d.closers = append(d.closers, func() { d.st.Close() })
+	// Decided before anything else starts, so that a process that must not
+	// run open stops here and the first line logged says who may call it.
+	if d.authOn, err = decideAuth(ctx, *cfg, d.st, logger); err != nil {
+		return nil, err
+	}
+	if err := startEmbeddedNATS(cfg, d, logger); err != nil {
+		return nil, err
+	}
 	d.rdb = redis.NewClient(&redis.Options{Addr: cfg.RedisAddr, DB: cfg.RedisDB})
 	d.closers = append(d.closers, func() { d.rdb.Close() })
 	if err := d.rdb.Ping(ctx).Err(); err != nil {
@@ -271,7 +291,17 @@ func startEmbeddedNATS(cfg *Config, d *deps, logger *slog.Logger) error {
 // listenOps binds the HTTP server (API, health, metrics) with a health
 // check per connection.
 func listenOps(cfg Config, d *deps, logger *slog.Logger) (*ops.Server, error) {
-	srv := ops.New(cfg.HTTPAddr, cfg.HTTP, logger)
+	httpCfg := cfg.HTTP
+	if d.authOn && httpCfg.Edge.RateKey == nil {
+		// A key's requests share one bucket wherever they come from.
+		httpCfg.Edge.RateKey = func(r *http.Request) string {
+			if name := auth.KeyName(r.Context()); name != "" {
+				return "key:" + name
+			}
+			return httpedge.RemoteIP(r)
+		}
+	}
+	srv := ops.New(cfg.HTTPAddr, httpCfg, logger)
 	srv.AddCheck("mysql", d.st.Ping)
 	srv.AddCheck("redis", func(ctx context.Context) error { return d.rdb.Ping(ctx).Err() })
 	srv.AddCheck("nats", func(context.Context) error {
@@ -280,6 +310,11 @@ func listenOps(cfg Config, d *deps, logger *slog.Logger) (*ops.Server, error) {
 		}
 		return nil
 	})
+	if d.authOn {
+		// Key expiry is wall-clock time, like the times the store writes.
+		authn := auth.New(cfg.AuthCache, d.st, clock.System{}, logger.With("component", "auth"))
+		srv.Use(auth.Middleware(srv.Mux, authn, logger.With("component", "auth")))
+	}
 	if err := srv.Listen(); err != nil {
 		return nil, err
 	}
@@ -450,4 +485,22 @@ func announceReady(ctx context.Context, cfg Config, services []Service, srv *ops
 	if cfg.OnReady != nil {
 		cfg.OnReady(srv.Addr())
 	}
+}
+
+// decideAuth applies cfg.Auth and logs the decision.
+func decideAuth(ctx context.Context, cfg Config, st *store.Store, logger *slog.Logger) (bool, error) {
+	mode, err := auth.ParseMode(string(cfg.Auth))
+	if err != nil {
+		return false, err
+	}
+	d, err := auth.Decide(ctx, mode, cfg.HTTPAddr, st, time.Now())
+	if err != nil {
+		return false, err
+	}
+	if d.Warn {
+		logger.Warn(d.Message, "http", cfg.HTTPAddr)
+	} else {
+		logger.Info(d.Message, "http", cfg.HTTPAddr)
+	}
+	return d.Enforce, nil
 }

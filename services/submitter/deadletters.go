@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/axsched/ax/contracts"
+	"github.com/axsched/ax/services/internal/auth"
 	"github.com/axsched/ax/services/internal/store"
 )
 
@@ -69,9 +70,14 @@ func (s *Submitter) handleListDeadLetters(w http.ResponseWriter, r *http.Request
 	writeJSON(w, http.StatusOK, out)
 }
 
-// handleRetryDeadLetter re-runs a dead letter's task. The actor is the
-// caller's ?actor= (who pressed the button) or, failing that, this
-// submitter; it is written to the task's history.
+// maxActorNote bounds ?actor=, which shares the history row's 255-byte
+// actor column with the key's name and the submitter's.
+const maxActorNote = 100
+
+// handleRetryDeadLetter re-runs a dead letter's task. The actor of record
+// is the request's API key (via this submitter); the caller's ?actor= (who
+// pressed the button) is only added as a note, since anybody may write
+// anything there. It is written to the task's history.
 func (s *Submitter) handleRetryDeadLetter(w http.ResponseWriter, r *http.Request) {
 	raw := r.PathValue("id")
 	id, err := strconv.ParseInt(raw, 10, 64)
@@ -79,14 +85,12 @@ func (s *Submitter) handleRetryDeadLetter(w http.ResponseWriter, r *http.Request
 		writeProblem(w, http.StatusNotFound, contracts.CodeNotFound, fmt.Sprintf("no dead letter %q: ids are positive integers", raw))
 		return
 	}
-	actor := s.actor()
-	if a := r.URL.Query().Get("actor"); a != "" {
-		if len(a) > 200 {
-			writeProblem(w, http.StatusBadRequest, contracts.CodeInvalidArgument, "actor is longer than 200 bytes")
-			return
-		}
-		actor = a + " via " + s.actor()
+	note := r.URL.Query().Get("actor")
+	if len(note) > maxActorNote {
+		writeProblem(w, http.StatusBadRequest, contracts.CodeInvalidArgument, fmt.Sprintf("actor is longer than %d bytes", maxActorNote))
+		return
 	}
+	actor := auth.WithNote(s.actor(r.Context()), note)
 	d, err := s.store.RetryDeadLetter(r.Context(), id, actor, s.clock.Now().UnixMilli())
 	switch {
 	case errors.Is(err, store.ErrNotFound):

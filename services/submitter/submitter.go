@@ -20,6 +20,7 @@ import (
 
 	"github.com/axsched/ax/contracts"
 	"github.com/axsched/ax/events"
+	"github.com/axsched/ax/services/internal/auth"
 	"github.com/axsched/ax/services/internal/clock"
 	"github.com/axsched/ax/services/internal/idgen"
 	"github.com/axsched/ax/services/internal/metrics"
@@ -89,6 +90,7 @@ func (s *Submitter) Routes(mux *http.ServeMux) {
 	s.batchRoutes(mux)
 	s.deadLetterRoutes(mux)
 	s.nodeRoutes(mux)
+	s.keyRoutes(mux)
 }
 
 // Run groups concurrent single submissions into shared transactions until
@@ -100,7 +102,12 @@ func (s *Submitter) Run(ctx context.Context) error {
 	return nil
 }
 
-func (s *Submitter) actor() string { return "submitter@" + s.cfg.Node }
+// actor is who a request's changes are recorded as: its API key via this
+// submitter ("key:alice via submitter@n1"), or this submitter alone when
+// auth is off.
+func (s *Submitter) actor(ctx context.Context) string {
+	return auth.Actor(auth.FromContext(ctx), "submitter@"+s.cfg.Node)
+}
 
 func (s *Submitter) handleSubmit(w http.ResponseWriter, r *http.Request) {
 	limit := s.cfg.MaxPayload + bodyOverheadBytes
@@ -202,7 +209,7 @@ func (s *Submitter) validate(ctx context.Context, req *contracts.SubmitRequest) 
 	nt := store.NewTask{
 		Type: req.Type, Priority: prio, Payload: req.Payload, Status: contracts.StatusReady,
 		NextRunTimeMs: due.UnixMilli(), MaxRetries: tt.MaxRetries, TimeoutMs: tt.TimeoutMs,
-		Reason: "submitted", Actor: s.actor(),
+		Reason: "submitted", Actor: s.actor(ctx),
 	}
 	if nt.Priority == "" {
 		nt.Priority = tt.Priority
@@ -238,7 +245,7 @@ func (s *Submitter) taskID(w http.ResponseWriter, r *http.Request) (int64, bool)
 
 func (s *Submitter) handleGet(w http.ResponseWriter, r *http.Request) {
 	id, ok := s.taskID(w, r)
-	if !ok {
+	if !ok || !s.mayRead(w, r, id) {
 		return
 	}
 	task, err := s.store.GetTask(r.Context(), id)
@@ -255,7 +262,7 @@ func (s *Submitter) handleGet(w http.ResponseWriter, r *http.Request) {
 
 func (s *Submitter) handleHistory(w http.ResponseWriter, r *http.Request) {
 	id, ok := s.taskID(w, r)
-	if !ok {
+	if !ok || !s.mayRead(w, r, id) {
 		return
 	}
 	rows, err := s.store.History(r.Context(), id)
@@ -273,6 +280,30 @@ func (s *Submitter) handleHistory(w http.ResponseWriter, r *http.Request) {
 			Actor: h.Actor, EventID: h.EventID, At: h.At}
 	}
 	writeJSON(w, http.StatusOK, out)
+}
+
+// mayRead lets a submit key read only the tasks it created (auth.Rule's
+// OwnTasks); other keys, and requests without one, pass. The creator is the
+// actor of the task's creating history row, which names the key.
+func (s *Submitter) mayRead(w http.ResponseWriter, r *http.Request, id int64) bool {
+	k := auth.FromContext(r.Context())
+	if k == nil || k.Role != auth.RoleSubmit {
+		return true
+	}
+	creator, err := s.store.TaskCreator(r.Context(), id)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		writeProblem(w, http.StatusNotFound, contracts.CodeNotFound, fmt.Sprintf("no task with id %d", id))
+		return false
+	case err != nil:
+		s.internal(w, "load task creator", err)
+		return false
+	case !auth.Owns(k, creator):
+		writeProblem(w, http.StatusForbidden, contracts.CodeForbidden,
+			fmt.Sprintf("API key %s has role submit and may read only the tasks it submitted", k.Name))
+		return false
+	}
+	return true
 }
 
 func (s *Submitter) handleCancel(w http.ResponseWriter, r *http.Request) {
@@ -297,7 +328,7 @@ func (s *Submitter) handleCancel(w http.ResponseWriter, r *http.Request) {
 		}
 		_, err = s.store.Transfer(r.Context(), store.TransferParams{
 			TaskID: id, From: task.Status, To: contracts.StatusCancelled,
-			Reason: "cancelled through the API", Actor: s.actor(),
+			Reason: "cancelled through the API", Actor: s.actor(r.Context()),
 		})
 		if errors.Is(err, store.ErrConflict) {
 			continue // it moved meanwhile; look again

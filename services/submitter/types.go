@@ -63,7 +63,7 @@ func (s *Submitter) handleUpdateType(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, http.StatusBadRequest, contracts.CodeInvalidArgument, err.Error())
 		return
 	}
-	tt, err := s.store.UpdateType(r.Context(), name, s.actor(), func(t *store.TaskType) error {
+	tt, err := s.store.UpdateType(r.Context(), name, s.actor(r.Context()), func(t *store.TaskType) error {
 		return applyTypeUpdate(t, req)
 	})
 	var p *contracts.Problem

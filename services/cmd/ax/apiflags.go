@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -12,16 +14,38 @@ import (
 
 // apiFlags are the flags every API-backed command group shares.
 type apiFlags struct {
-	api    string
-	output string
+	api       string
+	output    string
+	tokenFile string
+	token     string
 }
 
 func (f *apiFlags) register(cmd *cobra.Command) {
 	cmd.PersistentFlags().StringVar(&f.api, "api", envStr("AX_API", defaultAPI), "submitter base URL [AX_API]")
 	cmd.PersistentFlags().StringVarP(&f.output, "output", "o", "text", "text or json")
+	cmd.PersistentFlags().StringVar(&f.tokenFile, "token-file", envStr("AX_TOKEN_FILE", ""), "file holding the API key's token; else AX_TOKEN [AX_TOKEN_FILE]")
+	cmd.PersistentPreRunE = func(*cobra.Command, []string) error {
+		tok, err := readToken(f.tokenFile)
+		f.token = tok
+		return err
+	}
 }
 
-func (f *apiFlags) client() *client.Client { return client.New(f.api) }
+// readToken reads the API token from file, or from AX_TOKEN; never from a
+// flag value, which would show in process listings. No token is fine: a
+// server on loopback with no key needs none.
+func readToken(file string) (string, error) {
+	if file != "" {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			return "", fmt.Errorf("token file: %w", err)
+		}
+		return strings.TrimSpace(string(b)), nil
+	}
+	return os.Getenv("AX_TOKEN"), nil
+}
+
+func (f *apiFlags) client() *client.Client { return client.New(f.api, client.WithToken(f.token)) }
 
 // print writes v as indented JSON with -o json, or calls text.
 func (f *apiFlags) print(w io.Writer, v any, text func()) error {

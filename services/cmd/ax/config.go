@@ -16,6 +16,7 @@ import (
 	"github.com/axsched/ax/services/bench"
 	"github.com/axsched/ax/services/demo"
 	"github.com/axsched/ax/services/executor"
+	"github.com/axsched/ax/services/internal/auth"
 	"github.com/axsched/ax/services/internal/membership"
 	"github.com/axsched/ax/services/internal/natsembed"
 	"github.com/axsched/ax/services/internal/ops"
@@ -133,6 +134,7 @@ func (f *serverFlags) register(fs *pflag.FlagSet, command string) {
 	fs.DurationVar(&c.Relay.Settle, "relay-settle", envDur("AX_RELAY_SETTLE", store.SettleDefault), "without gap tracking, how long the relay stays behind the newest history row; longer than any transaction that writes history [AX_RELAY_SETTLE]")
 	fs.StringVar(&c.Node, "node", envStr("AX_NODE", membership.DefaultName()), "name of this process in history, locks and task rows [AX_NODE]")
 	fs.Int64Var(&c.NodeID, "node-id", int64(envInt("AX_NODE_ID", rand.IntN(1024))), "snowflake node ID 0..1023, distinct per submitter (default random) [AX_NODE_ID]")
+	fs.StringVar((*string)(&c.Auth), "auth", envStr("AX_AUTH", string(auth.ModeAuto)), "check API keys: auto (on unless bound to loopback with no key; bound elsewhere with no key, refuse to start), on, or off [AX_AUTH]")
 	fs.BoolVar(&c.Migrate, "migrate", envBool("AX_MIGRATE", true), "apply pending migrations at start [AX_MIGRATE]")
 	fs.StringVar(&f.logLevel, "log-level", envStr("AX_LOG_LEVEL", "info"), "debug, info, warn or error [AX_LOG_LEVEL]")
 	fs.StringVar(&f.logFormat, "log-format", envStr("AX_LOG_FORMAT", "text"), "text or json [AX_LOG_FORMAT]")

@@ -55,7 +55,7 @@ func newDLQCmd() *cobra.Command {
 			})
 		},
 	}
-	retry.Flags().StringVar(&actor, "actor", envStr("USER", ""), "who re-runs it, recorded in the task's history [USER]")
+	retry.Flags().StringVar(&actor, "actor", envStr("USER", ""), "a note of who re-runs it, recorded beside the API key, which is the actor of record [USER]")
 	cmd.AddCommand(list, retry)
 	return cmd
 }

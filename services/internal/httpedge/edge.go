@@ -67,8 +67,10 @@ func (c *Config) Validate() error {
 }
 
 // New wraps mux with the edge checks. bindAddr is the listen address, from
-// which the default Host allow-list is made.
-func New(cfg Config, bindAddr string, mux *http.ServeMux, logger *slog.Logger) (http.Handler, error) {
+// which the default Host allow-list is made. inner, first outermost, run
+// after the edge's own checks and before the rate limit, so authentication
+// there can name the bucket a request draws from (Config.RateKey).
+func New(cfg Config, bindAddr string, mux *http.ServeMux, logger *slog.Logger, inner ...func(http.Handler) http.Handler) (http.Handler, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -79,6 +81,9 @@ func New(cfg Config, bindAddr string, mux *http.ServeMux, logger *slog.Logger) (
 	var h http.Handler = mux
 	if cfg.RateLimit > 0 {
 		h = NewLimiter(cfg).Wrap(h)
+	}
+	for i := len(inner) - 1; i >= 0; i-- {
+		h = inner[i](h)
 	}
 	h = requireJSON(h)
 	h = routes(mux, h)

@@ -81,6 +81,7 @@ type Server struct {
 	checks   map[string]Check
 	draining bool
 	ln       net.Listener
+	wrap     []func(http.Handler) http.Handler
 }
 
 // New builds a server for addr ("127.0.0.1:8080"); Run checks cfg.
@@ -93,6 +94,12 @@ func New(addr string, cfg Config, logger *slog.Logger) *Server {
 	s.Mux.HandleFunc("GET /readyz", s.readyz)
 	s.Mux.Handle("GET /metrics", promhttp.Handler())
 	return s
+}
+
+// Use wraps every request in mw (authentication, for one); the first
+// added sees a request first. Call it before Run.
+func (s *Server) Use(mw func(http.Handler) http.Handler) {
+	s.wrap = append(s.wrap, mw)
 }
 
 // AddCheck registers a readiness check under name.
@@ -161,7 +168,7 @@ func (s *Server) Addr() string {
 func (s *Server) Handler() (http.Handler, error) {
 	// The Host allow-list is made from the configured address, not the
 	// bound one: a server configured as ":8080" answers any Host.
-	h, err := httpedge.New(s.cfg.Edge, s.addr, s.Mux, s.logger)
+	h, err := httpedge.New(s.cfg.Edge, s.addr, s.Mux, s.logger, s.wrap...)
 	if err != nil {
 		return nil, fmt.Errorf("http config: %w", err)
 	}
