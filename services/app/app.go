@@ -220,8 +220,9 @@ func (d *deps) close() {
 // openDeps migrates, opens MySQL, decides whether API keys are checked,
 // starts the embedded NATS server if asked to, and connects to Redis and
 // NATS. On error it closes what it opened.
-func openDeps(ctx context.Context, cfg *Config, logger *slog.Logger) (d *deps, err error) {
-	d = &deps{keys: keys.New(cfg.RedisPrefix)}
+func openDeps(ctx context.Context, cfg *Config, logger *slog.Logger) (_ *deps, err error) {
+	// Not the named result: the error returns below set that to nil.
+	d := &deps{keys: keys.New(cfg.RedisPrefix)}
 	defer func() {
 		if err != nil {
 			d.close()
