@@ -85,7 +85,8 @@ type Config struct {
 	Shards int
 	// NodeID is the snowflake node ID (0..1023) of this submitter.
 	NodeID int64
-	// Migrate applies pending migrations at start.
+	// Migrate applies pending migrations at start: `ax up` only, the
+	// one-process try-out; the services run on what `ax migrate up` made.
 	Migrate bool
 
 	Relay      outbox.Config

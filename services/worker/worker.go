@@ -34,7 +34,9 @@ type Config struct {
 }
 
 // Run serves the mux's task types until ctx ends, then finishes running
-// tasks (up to the shutdown timeout) and returns.
+// tasks (up to the shutdown timeout) and returns. It never migrates: the
+// schema is `ax migrate up`'s, and a worker on an older one refuses to
+// start.
 func Run(ctx context.Context, cfg Config, mux *executor.Mux) error {
 	if mux == nil || len(mux.Specs()) == 0 {
 		return errors.New("worker: the mux has no task types")
@@ -59,7 +61,7 @@ func Run(ctx context.Context, cfg Config, mux *executor.Mux) error {
 	}
 	return app.Run(ctx, app.Config{
 		MySQLDSN: cfg.MySQLDSN, RedisAddr: cfg.RedisAddr, RedisPrefix: "ax", NATSURL: cfg.NATSURL,
-		HTTPAddr: cfg.HTTPAddr, Node: cfg.Node, NodeID: rand.Int64N(1024), Migrate: true,
+		HTTPAddr: cfg.HTTPAddr, Node: cfg.Node, NodeID: rand.Int64N(1024),
 		Executor: cfg.Executor, Types: mux.Specs(),
 	}, []app.Service{app.Executor}, cfg.Logger)
 }

@@ -63,14 +63,54 @@ func Suffix() string {
 }
 
 // MySQLDSN creates a fresh database with the schema migrated and drops it
-// when the test ends. It returns the DSN.
+// when the test ends. It returns the DSN: the administrative user's, or
+// with AX_TEST_MYSQL_GRANTS=dml a user of the test's own that has only the
+// services' rights (store.ServicePrivileges), so a package's whole suite
+// shows that the services need no more.
 func MySQLDSN(t testing.TB) string {
+	t.Helper()
+	dsn := MigratedDSN(t)
+	switch g := os.Getenv("AX_TEST_MYSQL_GRANTS"); g {
+	case "", "admin":
+		return dsn
+	case "dml":
+		return MySQLUser(t, dsn, store.ServicePrivileges)
+	default:
+		t.Fatalf("AX_TEST_MYSQL_GRANTS=%q: want admin or dml", g)
+		return ""
+	}
+}
+
+// MigratedDSN creates a fresh database as the administrative user, migrates
+// it, and drops it when the test ends. It returns the administrative DSN.
+func MigratedDSN(t testing.TB) string {
 	t.Helper()
 	cfg, err := mysql.ParseDSN(mysqlBase)
 	if err != nil {
 		t.Fatalf("AX_TEST_MYSQL_DSN: %v", err)
 	}
 	cfg.DBName = ""
+	root := adminConn(t, cfg)
+	name := "axtest_" + Suffix()
+	cfg.DBName = name
+	dsn := cfg.FormatDSN()
+	t.Cleanup(func() {
+		_, _ = root.Exec("DROP DATABASE IF EXISTS `" + name + "`")
+		root.Close()
+	})
+	if _, err := root.Exec("CREATE DATABASE `" + name + "` CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci"); err != nil {
+		t.Fatalf("create database %s: %v", name, err)
+	}
+	if err := store.Migrate(context.Background(), dsn); err != nil {
+		t.Fatalf("migrate %s: %v", name, err)
+	}
+	return dsn
+}
+
+// adminConn connects as the administrative user, skipping (or failing
+// under CI) when MySQL is not there.
+func adminConn(t testing.TB, cfg *mysql.Config) *sql.DB {
+	t.Helper()
 	root, err := sql.Open("mysql", cfg.FormatDSN())
 	if err != nil {
 		Unavailable(t, "mysql", err)
@@ -81,17 +121,57 @@ func MySQLDSN(t testing.TB) string {
 		root.Close()
 		Unavailable(t, "mysql", err)
 	}
-	name := "axtest_" + Suffix()
-	cfg.DBName = name
-	dsn := cfg.FormatDSN()
-	t.Cleanup(func() {
-		_, _ = root.Exec("DROP DATABASE IF EXISTS `" + name + "`")
-		root.Close()
-	})
-	if err := store.Migrate(context.Background(), dsn); err != nil {
-		t.Fatalf("migrate %s: %v", name, err)
+	return root
+}
+
+// MySQLUser creates a MySQL user of the test's own (a random name and
+// password) with privileges on dsn's database only, drops it when the test
+// ends, and returns dsn with that user's credentials.
+func MySQLUser(t testing.TB, dsn, privileges string) string {
+	t.Helper()
+	cfg, err := mysql.ParseDSN(dsn)
+	if err != nil {
+		t.Fatalf("parse dsn: %v", err)
 	}
-	return dsn
+	admin := cfg.Clone()
+	admin.DBName = ""
+	root := adminConn(t, admin)
+	defer root.Close()
+	user, password := "axuser_"+Suffix(), "pw-"+Suffix()+Suffix()
+	account := "'" + user + "'@'%'"
+	t.Cleanup(func() {
+		if db, err := sql.Open("mysql", admin.FormatDSN()); err == nil {
+			_, _ = db.Exec("DROP USER IF EXISTS " + account)
+			db.Close()
+		}
+	})
+	for _, q := range []string{
+		"CREATE USER " + account + " IDENTIFIED BY '" + password + "'",
+		store.GrantStatement(privileges, cfg.DBName, account),
+	} {
+		if _, err := root.Exec(q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	cfg.User, cfg.Passwd = user, password
+	return cfg.FormatDSN()
+}
+
+// AdminDSN is dsn (perhaps a restricted user's) with the administrative
+// user's credentials, for tests that change the schema or read server
+// tables.
+func AdminDSN(t testing.TB, dsn string) string {
+	t.Helper()
+	cfg, err := mysql.ParseDSN(dsn)
+	if err != nil {
+		t.Fatalf("parse dsn: %v", err)
+	}
+	base, err := mysql.ParseDSN(mysqlBase)
+	if err != nil {
+		t.Fatalf("AX_TEST_MYSQL_DSN: %v", err)
+	}
+	cfg.User, cfg.Passwd = base.User, base.Passwd
+	return cfg.FormatDSN()
 }
 
 // Store opens a store on a fresh database.
