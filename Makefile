@@ -6,7 +6,7 @@ PKGS  := ./contracts/... ./events/... ./infra/... ./services/...
 # Packages whose concurrency is tested under the race detector (all of them).
 RACE_PKGS := $(PKGS)
 
-.PHONY: all build run test test-short vet check-tree bench chaos servers clean FORCE
+.PHONY: all build run test test-grants test-short vet check-tree bench chaos servers clean FORCE
 
 all: build
 
@@ -30,6 +30,15 @@ run: build servers
 ## test: the tree check, vet, then every unit and integration test under the race detector against real MySQL, Redis and NATS.
 test: check-tree build $(BIN)/nats-server servers vet
 	AX_TEST_BIN_DIR=$(CURDIR)/$(BIN) $(GO) test -race -count=1 -timeout 20m $(RACE_PKGS)
+	$(MAKE) --no-print-directory test-grants
+
+# Services whose whole test suite runs again as a MySQL user holding only
+# the services' privileges (docs/security.md#mysql-grants).
+GRANTS_PKGS := ./services/reaper/ ./services/executor/
+
+## test-grants: the reaper's and executor's suites as a DML-only MySQL user (no DDL), proving the documented grants suffice.
+test-grants: servers
+	AX_TEST_MYSQL_GRANTS=dml $(GO) test -race -count=1 -timeout 10m $(GRANTS_PKGS)
 
 ## test-short: the fast tests only (skips the 10,000-transaction and multi-process tests).
 test-short: servers

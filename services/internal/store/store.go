@@ -7,9 +7,11 @@ package store
 
 import (
 	"context"
+	"crypto/tls"
 	"database/sql"
 	"errors"
 	"fmt"
+	"net"
 	"sync/atomic"
 	"time"
 
@@ -153,4 +155,35 @@ func IsDeadlock(err error) bool {
 func isDuplicateKey(err error) bool {
 	var me *mysql.MySQLError
 	return errors.As(err, &me) && me.Number == 1062
+}
+
+// tlsConfigs numbers the TLS configurations WithTLS registers.
+var tlsConfigs atomic.Int64
+
+// WithTLS returns dsn set to connect over TLS with cfg (nil: dsn as it
+// is). The driver looks TLS configurations up by name, so cfg is
+// registered under a name of its own; the returned DSN works for Open,
+// Migrate and Status alike.
+func WithTLS(dsn string, cfg *tls.Config) (string, error) {
+	if cfg == nil {
+		return dsn, nil
+	}
+	parsed, err := mysql.ParseDSN(dsn)
+	if err != nil {
+		return "", fmt.Errorf("parse mysql dsn: %w", err)
+	}
+	name := fmt.Sprintf("ax-%d", tlsConfigs.Add(1))
+	if cfg.ServerName == "" {
+		cfg = cfg.Clone()
+		host, _, splitErr := net.SplitHostPort(parsed.Addr)
+		if splitErr != nil {
+			host = parsed.Addr
+		}
+		cfg.ServerName = host
+	}
+	if err := mysql.RegisterTLSConfig(name, cfg); err != nil {
+		return "", fmt.Errorf("mysql tls: %w", err)
+	}
+	parsed.TLSConfig = name
+	return parsed.FormatDSN(), nil
 }
