@@ -549,7 +549,7 @@ func announceReady(ctx context.Context, cfg Config, services []Service, srv *ops
 			return
 		}
 	}
-	logger.Info("ax running", "services", services, "http", srv.Addr(), "nats", cfg.NATSURL, "node", cfg.Node)
+	logger.Info("ax running", "services", services, "http", srv.Addr(), "nats", bus.Redact(cfg.NATSURL), "node", cfg.Node)
 	if cfg.OnReady != nil {
 		cfg.OnReady(srv.Addr())
 	}

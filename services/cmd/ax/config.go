@@ -116,11 +116,13 @@ type serverFlags struct {
 	// relayGapTracking is the inverse of cfg.Relay.NoGapTracking.
 	relayGapTracking bool
 	cpuProfile       string
+	// conn holds the secrets' files and the DSN until resolveSecrets.
+	conn connFlags
 }
 
 func (f *serverFlags) register(fs *pflag.FlagSet, command string) {
 	c := &f.cfg
-	fs.StringVar(&c.MySQLDSN, "mysql-dsn", envStr("AX_MYSQL_DSN", defaultMySQLDSN), "MySQL DSN (go-sql-driver form) [AX_MYSQL_DSN]")
+	f.registerConn(fs)
 	fs.StringVar(&c.RedisAddr, "redis-addr", envStr("AX_REDIS_ADDR", defaultRedisAddr), "Redis host:port [AX_REDIS_ADDR]")
 	fs.IntVar(&c.RedisDB, "redis-db", envInt("AX_REDIS_DB", 0), "Redis database number [AX_REDIS_DB]")
 	fs.StringVar(&c.RedisPrefix, "redis-prefix", envStr("AX_REDIS_PREFIX", "ax"), "prefix of every Redis key [AX_REDIS_PREFIX]")
@@ -229,6 +231,9 @@ func (f *serverFlags) executorTypes() ([]executor.TypeSpec, error) {
 			name, url, ok := strings.Cut(w, "=")
 			if !ok || name == "" || url == "" {
 				return nil, fmt.Errorf("--webhook %q: want TYPE=URL", w)
+			}
+			if urlHasPassword(url) {
+				return nil, fmt.Errorf("--webhook %s: the URL holds a password, which every user of this machine can read in the process list; requests are signed with the webhook secret instead", name)
 			}
 			h, err := executor.Webhook(executor.WebhookConfig{URL: url, Secret: secret})
 			if err != nil {

@@ -35,6 +35,9 @@ func newServerCmd(name, short string, services []app.Service, embedded bool) *co
 				return err
 			}
 			cfg := f.cfg
+			if err := f.resolveSecrets(cmd.Flags(), &cfg); err != nil {
+				return err
+			}
 			cfg.EmbeddedNATS = embedded
 			types, err := f.executorTypes()
 			if err != nil {

@@ -139,6 +139,15 @@ func ensureDatabase(ctx context.Context, cfg *mysql.Config) error {
 		return fmt.Errorf("open mysql: %w", err)
 	}
 	defer db.Close()
+	// Looked up first, so that a user without CREATE (the services' one,
+	// reading `ax migrate status`) gets on with an existing database.
+	var n int
+	if err := db.QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.schemata WHERE schema_name = ?", cfg.DBName).Scan(&n); err != nil {
+		return fmt.Errorf("look up database %s on %s: %w", cfg.DBName, cfg.Addr, err)
+	}
+	if n > 0 {
+		return nil
+	}
 	q := fmt.Sprintf("CREATE DATABASE IF NOT EXISTS `%s` CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci", cfg.DBName)
 	if _, err := db.ExecContext(ctx, q); err != nil {
 		return fmt.Errorf("create database %s on %s: %w", cfg.DBName, cfg.Addr, err)
