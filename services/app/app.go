@@ -29,6 +29,7 @@ import (
 	"github.com/axsched/ax/services/internal/idgen"
 	"github.com/axsched/ax/services/internal/keys"
 	"github.com/axsched/ax/services/internal/natsembed"
+	"github.com/axsched/ax/services/internal/natsperm"
 	"github.com/axsched/ax/services/internal/ops"
 	"github.com/axsched/ax/services/internal/outbox"
 	"github.com/axsched/ax/services/internal/ring"
@@ -325,7 +326,10 @@ func connectRedis(ctx context.Context, cfg Config, d *deps) error {
 func natsOptions(cfg Config) ([]nats.Option, error) {
 	var opts []nats.Option
 	if cfg.NATSUser != "" {
-		opts = append(opts, nats.UserInfo(cfg.NATSUser, cfg.NATSPassword))
+		// Replies come to the user's own inbox subjects, which its
+		// permissions allow and no other user's do (natsperm).
+		opts = append(opts, nats.UserInfo(cfg.NATSUser, cfg.NATSPassword),
+			nats.CustomInboxPrefix(natsperm.InboxPrefix(cfg.NATSUser)))
 	}
 	tlsCfg, err := cfg.NATSTLS.Config("nats")
 	if err != nil {
