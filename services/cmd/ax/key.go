@@ -20,7 +20,7 @@ func newKeyCmd() *cobra.Command {
 	cmd := &cobra.Command{Use: "key", Short: "Create, list and revoke API keys (in MySQL; needs no key)"}
 	flags.register(cmd.PersistentFlags())
 	open := func(cmd *cobra.Command) (*store.Store, error) {
-		dsn, err := flags.resolve(cmd.Flags())
+		dsn, err := flags.resolveTLS(cmd.Flags())
 		if err != nil {
 			return nil, err
 		}

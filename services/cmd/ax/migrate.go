@@ -16,7 +16,7 @@ func newMigrateCmd() *cobra.Command {
 	cmd := &cobra.Command{Use: "migrate", Short: "Apply or inspect the MySQL schema migrations (as a user allowed to change the schema)"}
 	flags.register(cmd.PersistentFlags())
 	cmd.PersistentPreRunE = func(cmd *cobra.Command, _ []string) (err error) {
-		dsn, err = flags.resolve(cmd.Flags())
+		dsn, err = flags.resolveTLS(cmd.Flags())
 		return err
 	}
 	cmd.AddCommand(&cobra.Command{

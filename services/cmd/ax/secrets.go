@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/axsched/ax/services/app"
+	"github.com/axsched/ax/services/internal/store"
 	"github.com/axsched/ax/services/internal/tlsfiles"
 )
 
@@ -29,11 +30,35 @@ func errSecretInFlag(flag, env, fileFlag string) error {
 type dsnFlags struct {
 	dsn  string
 	file string
+	tls  tlsfiles.Files
 }
 
 func (d *dsnFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&d.dsn, "mysql-dsn", envStr("AX_MYSQL_DSN", defaultMySQLDSN), "MySQL DSN (go-sql-driver form), without a password on the command line: a password goes in AX_MYSQL_DSN or --mysql-dsn-file [AX_MYSQL_DSN]")
 	fs.StringVar(&d.file, "mysql-dsn-file", envStr("AX_MYSQL_DSN_FILE", ""), "file holding the MySQL DSN, password included; wins over --mysql-dsn [AX_MYSQL_DSN_FILE]")
+	registerTLS(fs, "mysql", &d.tls)
+}
+
+// registerTLS registers the --NAME-tls-ca/cert/key flags.
+func registerTLS(fs *pflag.FlagSet, name string, files *tlsfiles.Files) {
+	env := "AX_" + strings.ToUpper(name) + "_TLS_"
+	fs.StringVar(&files.CA, name+"-tls-ca", envStr(env+"CA", ""), "PEM file of the CA that signed "+name+"'s certificate; any --"+name+"-tls-* turns TLS on ["+env+"CA]")
+	fs.StringVar(&files.Cert, name+"-tls-cert", envStr(env+"CERT", ""), "PEM client certificate for "+name+" (with --"+name+"-tls-key) ["+env+"CERT]")
+	fs.StringVar(&files.Key, name+"-tls-key", envStr(env+"KEY", ""), "PEM key of the "+name+" client certificate ["+env+"KEY]")
+}
+
+// resolveTLS is resolve with the TLS settings applied to the DSN, for the
+// commands that open MySQL themselves (ax migrate, ax key).
+func (d *dsnFlags) resolveTLS(fs *pflag.FlagSet) (string, error) {
+	dsn, err := d.resolve(fs)
+	if err != nil {
+		return "", err
+	}
+	cfg, err := d.tls.Config("mysql")
+	if err != nil {
+		return "", err
+	}
+	return store.WithTLS(dsn, cfg)
 }
 
 // resolve returns the DSN to use: the file's, else the flag's or
@@ -79,15 +104,8 @@ func (f *serverFlags) registerConn(fs *pflag.FlagSet) {
 	fs.StringVar(&f.conn.redisPasswordFile, "redis-password-file", envStr("AX_REDIS_PASSWORD_FILE", ""), "file holding the Redis password; else AX_REDIS_PASSWORD [AX_REDIS_PASSWORD_FILE]")
 	fs.StringVar(&c.NATSUser, "nats-user", envStr("AX_NATS_USER", ""), "NATS user (see `ax nats-config`) [AX_NATS_USER]")
 	fs.StringVar(&f.conn.natsPasswordFile, "nats-password-file", envStr("AX_NATS_PASSWORD_FILE", ""), "file holding the NATS password; else AX_NATS_PASSWORD [AX_NATS_PASSWORD_FILE]")
-	for _, t := range []struct {
-		name  string
-		files *tlsfiles.Files
-	}{{"mysql", &c.MySQLTLS}, {"redis", &c.RedisTLS}, {"nats", &c.NATSTLS}} {
-		env := "AX_" + strings.ToUpper(t.name) + "_TLS_"
-		fs.StringVar(&t.files.CA, t.name+"-tls-ca", envStr(env+"CA", ""), "PEM file of the CA that signed "+t.name+"'s certificate; any --"+t.name+"-tls-* turns TLS on ["+env+"CA]")
-		fs.StringVar(&t.files.Cert, t.name+"-tls-cert", envStr(env+"CERT", ""), "PEM client certificate for "+t.name+" (with --"+t.name+"-tls-key) ["+env+"CERT]")
-		fs.StringVar(&t.files.Key, t.name+"-tls-key", envStr(env+"KEY", ""), "PEM key of the "+t.name+" client certificate ["+env+"KEY]")
-	}
+	registerTLS(fs, "redis", &c.RedisTLS)
+	registerTLS(fs, "nats", &c.NATSTLS)
 }
 
 // resolveSecrets fills cfg's DSN and passwords from files and variables.
@@ -96,7 +114,7 @@ func (f *serverFlags) resolveSecrets(fs *pflag.FlagSet, cfg *app.Config) error {
 	if err != nil {
 		return err
 	}
-	cfg.MySQLDSN = dsn
+	cfg.MySQLDSN, cfg.MySQLTLS = dsn, f.conn.mysql.tls
 	if fs.Changed("nats-url") && urlHasPassword(cfg.NATSURL) {
 		return errSecretInFlag("nats-url", "AX_NATS_URL", "nats-password-file (with --nats-user)")
 	}

@@ -215,6 +215,8 @@ type RedisServer struct {
 	t    testing.TB
 	cmd  *exec.Cmd
 	port int
+	// tls, when set, serves TLS only (StartRedisTLS).
+	tls *TLSFiles
 }
 
 // StartRedis starts a private redis-server on a free port.
@@ -230,15 +232,36 @@ func StartRedis(t testing.TB) *RedisServer {
 	return s
 }
 
+// StartRedisTLS starts a private redis-server that serves only TLS with
+// the files' server certificate and requires a client certificate.
+func StartRedisTLS(t testing.TB, files TLSFiles) *RedisServer {
+	t.Helper()
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		Unavailable(t, "redis-server binary", err)
+	}
+	port := FreePort(t)
+	s := &RedisServer{Addr: "127.0.0.1:" + strconv.Itoa(port), t: t, port: port, tls: &files}
+	s.Start()
+	t.Cleanup(s.Stop)
+	return s
+}
+
 // Start (re)starts the server process and waits until it answers.
 func (s *RedisServer) Start() {
 	s.t.Helper()
-	s.cmd = exec.Command("redis-server", "--port", strconv.Itoa(s.port), "--bind", "127.0.0.1",
-		"--save", "", "--appendonly", "no", "--daemonize", "no")
+	args := []string{"--port", strconv.Itoa(s.port), "--bind", "127.0.0.1",
+		"--save", "", "--appendonly", "no", "--daemonize", "no"}
+	opts := &redis.Options{Addr: s.Addr}
+	if s.tls != nil {
+		args = append(args, "--port", "0", "--tls-port", strconv.Itoa(s.port), "--tls-cert-file", s.tls.ServerCert,
+			"--tls-key-file", s.tls.ServerKey, "--tls-ca-cert-file", s.tls.CA, "--tls-auth-clients", "yes")
+		opts.TLSConfig = s.tls.clientTLS(s.t)
+	}
+	s.cmd = exec.Command("redis-server", args...)
 	if err := s.cmd.Start(); err != nil {
 		s.t.Fatalf("start redis-server: %v", err)
 	}
-	rdb := redis.NewClient(&redis.Options{Addr: s.Addr})
+	rdb := redis.NewClient(opts)
 	defer rdb.Close()
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) {
