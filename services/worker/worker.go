@@ -12,6 +12,7 @@ import (
 	"github.com/axsched/ax/services/app"
 	"github.com/axsched/ax/services/executor"
 	"github.com/axsched/ax/services/internal/membership"
+	"github.com/axsched/ax/services/internal/tlsfiles"
 )
 
 // Config locates ax's servers. Empty fields take ax's documented defaults.
@@ -31,7 +32,19 @@ type Config struct {
 	Logger *slog.Logger
 	// Executor tunes leases, fetchers and shutdown; zero values are defaults.
 	Executor executor.Config
+
+	// Least privilege (docs/security.md): a Redis ACL user, the NATS user
+	// of executors (ax-executor), and TLS to each server. Read passwords
+	// from the environment or files, never from flags.
+	RedisUser, RedisPassword string
+	NATSUser, NATSPassword   string
+	MySQLTLS, RedisTLS       TLSFiles
+	NATSTLS                  TLSFiles
 }
+
+// TLSFiles name the PEM files of a TLS connection: CA verifies the server,
+// Cert and Key (both or neither) are a client certificate.
+type TLSFiles = tlsfiles.Files
 
 // Run serves the mux's task types until ctx ends, then finishes running
 // tasks (up to the shutdown timeout) and returns. It never migrates: the
@@ -63,5 +76,7 @@ func Run(ctx context.Context, cfg Config, mux *executor.Mux) error {
 		MySQLDSN: cfg.MySQLDSN, RedisAddr: cfg.RedisAddr, RedisPrefix: "ax", NATSURL: cfg.NATSURL,
 		HTTPAddr: cfg.HTTPAddr, Node: cfg.Node, NodeID: rand.Int64N(1024),
 		Executor: cfg.Executor, Types: mux.Specs(),
+		RedisUser: cfg.RedisUser, RedisPassword: cfg.RedisPassword, NATSUser: cfg.NATSUser, NATSPassword: cfg.NATSPassword,
+		MySQLTLS: cfg.MySQLTLS, RedisTLS: cfg.RedisTLS, NATSTLS: cfg.NATSTLS,
 	}, []app.Service{app.Executor}, cfg.Logger)
 }
