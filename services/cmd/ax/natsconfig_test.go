@@ -58,8 +58,10 @@ func startNATSWithUsers(t *testing.T, bin string) *natsUsers {
 }
 
 // connect connects as service's user and collects the server's
-// permission refusals, which NATS reports asynchronously.
-func (n *natsUsers) connect(t *testing.T, service string) (*nats.Conn, func() string) {
+// permission refusals, which NATS reports asynchronously; the returned
+// function waits for the refusals wanted (all of them, or fails the test)
+// and returns every refusal seen.
+func (n *natsUsers) connect(t *testing.T, service string) (*nats.Conn, func(wants ...string) string) {
 	t.Helper()
 	var mu sync.Mutex
 	var errs []string
@@ -73,12 +75,17 @@ func (n *natsUsers) connect(t *testing.T, service string) (*nats.Conn, func() st
 		}))
 	require.NoError(t, err)
 	t.Cleanup(nc.Close)
-	return nc, func() string {
-		require.NoError(t, nc.Flush())
-		time.Sleep(100 * time.Millisecond) // the -ERR follows the flush's PONG closely
+	seen := func() string {
 		mu.Lock()
 		defer mu.Unlock()
 		return strings.Join(errs, "\n")
+	}
+	return nc, func(wants ...string) string {
+		require.NoError(t, nc.Flush())
+		for _, w := range wants {
+			testenv.Eventually(t, 5*time.Second, "refusal "+w, func() bool { return strings.Contains(seen(), w) })
+		}
+		return seen()
 	}
 }
 
@@ -131,20 +138,18 @@ func TestServicesRunAsTheirOwnNATSUsers(t *testing.T) {
 	require.NoError(t, exec.Publish("$JS.API.CONSUMER.MSG.NEXT.AX_WORK.dispatcher", nil))
 	_, err = exec.SubscribeSync("ax.events.>")
 	require.NoError(t, err)
-	got := execErrs()
-	require.Contains(t, got, `Permissions Violation for Publish to "$JS.API.STREAM.DELETE.AX_EVENTS"`)
-	require.Contains(t, got, `Permissions Violation for Publish to "$JS.API.CONSUMER.MSG.NEXT.AX_WORK.dispatcher"`)
-	require.Contains(t, got, `Permissions Violation for Subscription to "ax.events.>"`)
+	execErrs(`Permissions Violation for Publish to "$JS.API.STREAM.DELETE.AX_EVENTS"`,
+		`Permissions Violation for Publish to "$JS.API.CONSUMER.MSG.NEXT.AX_WORK.dispatcher"`,
+		`Permissions Violation for Subscription to "ax.events.>"`)
 
 	sub, subErrs := n.connect(t, "submitter")
 	require.NoError(t, sub.Publish("ax.work.due", []byte("{}")))
 	require.NoError(t, sub.Publish("$JS.API.CONSUMER.CREATE.AX_WORK.x.ax.work.exec.>", nil))
 	_, err = sub.SubscribeSync("_INBOX.ax-executor.>")
 	require.NoError(t, err)
-	got = subErrs()
-	require.Contains(t, got, `Permissions Violation for Publish to "ax.work.due"`)
-	require.Contains(t, got, `Permissions Violation for Publish to "$JS.API.CONSUMER.CREATE.AX_WORK.x.ax.work.exec.>"`)
-	require.Contains(t, got, `Permissions Violation for Subscription to "_INBOX.ax-executor.>"`, "another user's replies")
+	subErrs(`Permissions Violation for Publish to "ax.work.due"`,
+		`Permissions Violation for Publish to "$JS.API.CONSUMER.CREATE.AX_WORK.x.ax.work.exec.>"`,
+		`Permissions Violation for Subscription to "_INBOX.ax-executor.>"`) // another user's replies
 
 	// The control: what the executor does use is allowed.
 	wake, err := exec.SubscribeSync("ax.relay.wake")
