@@ -32,13 +32,15 @@ test: check-tree build $(BIN)/nats-server servers vet
 	AX_TEST_BIN_DIR=$(CURDIR)/$(BIN) $(GO) test -race -count=1 -timeout 20m $(RACE_PKGS)
 	$(MAKE) --no-print-directory test-grants
 
-# Services whose whole test suite runs again as a MySQL user holding only
-# the services' privileges (docs/security.md#mysql-grants).
-GRANTS_PKGS := ./services/reaper/ ./services/executor/
+# Packages whose whole test suite runs again as a MySQL user holding only
+# the services' privileges and a Redis ACL user holding only ax's rules
+# (docs/security.md#least-privilege-for-the-servers).
+GRANTS_PKGS := ./services/reaper/ ./services/executor/ ./services/timer/ ./services/dispatcher/ \
+	./services/internal/lease/ ./services/internal/membership/ ./services/internal/clock/
 
-## test-grants: the reaper's and executor's suites as a DML-only MySQL user (no DDL), proving the documented grants suffice.
+## test-grants: the services' suites again as a DML-only MySQL user and a Redis ACL user of ax's prefix and commands, proving the documented grants suffice.
 test-grants: servers
-	AX_TEST_MYSQL_GRANTS=dml $(GO) test -race -count=1 -timeout 10m $(GRANTS_PKGS)
+	AX_TEST_MYSQL_GRANTS=dml AX_TEST_REDIS_ACL=1 $(GO) test -race -count=1 -timeout 10m $(GRANTS_PKGS)
 
 ## test-short: the fast tests only (skips the 10,000-transaction and multi-process tests).
 test-short: servers

@@ -187,25 +187,52 @@ func Store(t testing.TB) (*store.Store, string) {
 }
 
 // Redis connects to the shared Redis and returns key builders under a
-// prefix of the test's own; the keys are deleted when the test ends.
+// prefix of the test's own; the keys are deleted when the test ends. With
+// AX_TEST_REDIS_ACL=1 the client is an ACL user of the test's own with
+// only keys.ACLRules for that prefix, so a package's whole suite shows
+// ax needs no more.
 func Redis(t testing.TB) (*redis.Client, keys.Keys) {
 	t.Helper()
-	rdb := redis.NewClient(&redis.Options{Addr: redisAddr})
+	admin := redis.NewClient(&redis.Options{Addr: redisAddr})
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if err := rdb.Ping(ctx).Err(); err != nil {
-		rdb.Close()
+	if err := admin.Ping(ctx).Err(); err != nil {
+		admin.Close()
 		Unavailable(t, "redis", err)
 	}
 	k := keys.New("axtest" + Suffix())
+	rdb := admin
+	if os.Getenv("AX_TEST_REDIS_ACL") == "1" {
+		rdb = redisUser(t, admin, k)
+	}
 	t.Cleanup(func() {
-		iter := rdb.Scan(context.Background(), 0, k.Prefix+":*", 1000).Iterator()
+		iter := admin.Scan(context.Background(), 0, k.Prefix+":*", 1000).Iterator()
 		for iter.Next(context.Background()) {
-			rdb.Del(context.Background(), iter.Val())
+			admin.Del(context.Background(), iter.Val())
 		}
-		rdb.Close()
+		admin.Close()
 	})
 	return rdb, k
+}
+
+// redisUser creates an ACL user allowed only ax's rules under k's prefix,
+// deleted (with its client closed) when the test ends.
+func redisUser(t testing.TB, admin *redis.Client, k keys.Keys) *redis.Client {
+	t.Helper()
+	user, password := "axtest-"+Suffix(), "pw-"+Suffix()+Suffix()
+	args := []any{"ACL", "SETUSER", user, "reset", "on", ">" + password}
+	for _, r := range k.ACLRules() {
+		args = append(args, r)
+	}
+	if err := admin.Do(context.Background(), args...).Err(); err != nil {
+		t.Fatalf("redis acl user: %v", err)
+	}
+	rdb := redis.NewClient(&redis.Options{Addr: redisAddr, Username: user, Password: password})
+	t.Cleanup(func() {
+		rdb.Close()
+		admin.Do(context.Background(), "ACL", "DELUSER", user)
+	})
+	return rdb
 }
 
 // RedisServer is a private redis-server process a test may flush, kill and
