@@ -201,10 +201,8 @@ func Redis(t testing.TB) (*redis.Client, keys.Keys) {
 		Unavailable(t, "redis", err)
 	}
 	k := keys.New("axtest" + Suffix())
-	rdb := admin
-	if os.Getenv("AX_TEST_REDIS_ACL") == "1" {
-		rdb = redisUser(t, admin, k)
-	}
+	// Registered first so that it runs last, after redisUser's cleanup
+	// has used the administrative client.
 	t.Cleanup(func() {
 		iter := admin.Scan(context.Background(), 0, k.Prefix+":*", 1000).Iterator()
 		for iter.Next(context.Background()) {
@@ -212,7 +210,10 @@ func Redis(t testing.TB) (*redis.Client, keys.Keys) {
 		}
 		admin.Close()
 	})
-	return rdb, k
+	if os.Getenv("AX_TEST_REDIS_ACL") == "1" {
+		return redisUser(t, admin, k), k
+	}
+	return admin, k
 }
 
 // redisUser creates an ACL user allowed only ax's rules under k's prefix,
