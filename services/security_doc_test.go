@@ -1,6 +1,7 @@
 package services
 
 import (
+	"fmt"
 	"os"
 	"testing"
 
@@ -11,7 +12,8 @@ import (
 )
 
 // TestSecurityDocMatchesTheCode keeps the grants and the Redis ACL rules
-// docs/security.md tells operators to use equal to what the code needs.
+// docs/security.md tells operators to use equal to what the code needs,
+// and the schema window docs/operations.md promises equal to the code's.
 func TestSecurityDocMatchesTheCode(t *testing.T) {
 	doc, err := os.ReadFile("../docs/security.md")
 	require.NoError(t, err)
@@ -22,4 +24,8 @@ func TestSecurityDocMatchesTheCode(t *testing.T) {
 	} {
 		require.Contains(t, string(doc), want, "docs/security.md is out of date")
 	}
+	ops, err := os.ReadFile("../docs/operations.md")
+	require.NoError(t, err)
+	require.Contains(t, string(ops), fmt.Sprintf("up to **%d versions newer**", store.SchemaAhead),
+		"docs/operations.md names the schema window store.SchemaAhead")
 }
