@@ -6,7 +6,7 @@ PKGS  := ./contracts/... ./events/... ./infra/... ./services/...
 # Packages whose concurrency is tested under the race detector (all of them).
 RACE_PKGS := $(PKGS)
 
-.PHONY: all build run test test-short vet check-tree bench chaos servers clean FORCE
+.PHONY: all build run test test-grants test-short vet check-tree bench chaos servers clean FORCE
 
 all: build
 
@@ -30,6 +30,17 @@ run: build servers
 ## test: the tree check, vet, then every unit and integration test under the race detector against real MySQL, Redis and NATS.
 test: check-tree build $(BIN)/nats-server servers vet
 	AX_TEST_BIN_DIR=$(CURDIR)/$(BIN) $(GO) test -race -count=1 -timeout 20m $(RACE_PKGS)
+	$(MAKE) --no-print-directory test-grants
+
+# Packages whose whole test suite runs again as a MySQL user holding only
+# the services' privileges and a Redis ACL user holding only ax's rules
+# (docs/security.md#least-privilege-for-the-servers).
+GRANTS_PKGS := ./services/reaper/ ./services/executor/ ./services/timer/ ./services/dispatcher/ \
+	./services/internal/lease/ ./services/internal/membership/ ./services/internal/clock/
+
+## test-grants: the services' suites again as a DML-only MySQL user and a Redis ACL user of ax's prefix and commands, proving the documented grants suffice.
+test-grants: servers
+	AX_TEST_MYSQL_GRANTS=dml AX_TEST_REDIS_ACL=1 $(GO) test -race -count=1 -timeout 10m $(GRANTS_PKGS)
 
 ## test-short: the fast tests only (skips the 10,000-transaction and multi-process tests).
 test-short: servers

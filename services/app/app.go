@@ -29,10 +29,12 @@ import (
 	"github.com/axsched/ax/services/internal/idgen"
 	"github.com/axsched/ax/services/internal/keys"
 	"github.com/axsched/ax/services/internal/natsembed"
+	"github.com/axsched/ax/services/internal/natsperm"
 	"github.com/axsched/ax/services/internal/ops"
 	"github.com/axsched/ax/services/internal/outbox"
 	"github.com/axsched/ax/services/internal/ring"
 	"github.com/axsched/ax/services/internal/store"
+	"github.com/axsched/ax/services/internal/tlsfiles"
 	"github.com/axsched/ax/services/reaper"
 	"github.com/axsched/ax/services/submitter"
 	"github.com/axsched/ax/services/timer"
@@ -60,6 +62,16 @@ type Config struct {
 	RedisAddr   string
 	RedisDB     int
 	RedisPrefix string
+	// Credentials and TLS of the connections to MySQL (TLS only: its
+	// credentials are in the DSN), Redis and NATS. cmd/ax reads passwords
+	// from the environment or files, never from flags (they show in ps).
+	MySQLTLS      tlsfiles.Files
+	RedisUser     string
+	RedisPassword string
+	RedisTLS      tlsfiles.Files
+	NATSUser      string
+	NATSPassword  string
+	NATSTLS       tlsfiles.Files
 	// NATSURL is the NATS server to use; empty with EmbeddedNATS starts one.
 	NATSURL      string
 	EmbeddedNATS bool
@@ -85,7 +97,8 @@ type Config struct {
 	Shards int
 	// NodeID is the snowflake node ID (0..1023) of this submitter.
 	NodeID int64
-	// Migrate applies pending migrations at start.
+	// Migrate applies pending migrations at start: `ax up` only, the
+	// one-process try-out; the services run on what `ax migrate up` made.
 	Migrate bool
 
 	Relay      outbox.Config
@@ -137,6 +150,14 @@ func (c *Config) Validate(services []Service) error {
 	}
 	if c.HTTPAddr == "" {
 		return errors.New("http address is empty")
+	}
+	for _, f := range []struct {
+		what  string
+		files tlsfiles.Files
+	}{{"mysql", c.MySQLTLS}, {"redis", c.RedisTLS}, {"nats", c.NATSTLS}} {
+		if err := f.files.Validate(f.what); err != nil {
+			return err
+		}
 	}
 	if c.Relay.NoGapTracking && c.Relay.Settle <= 0 {
 		return fmt.Errorf("relay settle window %s: must be positive when gap tracking is off", c.Relay.Settle)
@@ -228,12 +249,16 @@ func openDeps(ctx context.Context, cfg *Config, logger *slog.Logger) (_ *deps, e
 			d.close()
 		}
 	}()
+	dsn, err := mysqlDSN(*cfg)
+	if err != nil {
+		return nil, err
+	}
 	if cfg.Migrate {
-		if err := store.Migrate(ctx, cfg.MySQLDSN); err != nil {
+		if err := store.Migrate(ctx, dsn); err != nil {
 			return nil, err
 		}
 	}
-	if d.st, err = store.Open(ctx, cfg.MySQLDSN, store.Options{Actor: "ax@" + cfg.Node}); err != nil {
+	if d.st, err = store.Open(ctx, dsn, store.Options{Actor: "ax@" + cfg.Node}); err != nil {
 		return nil, err
 	}
 	d.closers = append(d.closers, func() { d.st.Close() })
@@ -245,12 +270,14 @@ func openDeps(ctx context.Context, cfg *Config, logger *slog.Logger) (_ *deps, e
 	if err := startEmbeddedNATS(cfg, d, logger); err != nil {
 		return nil, err
 	}
-	d.rdb = redis.NewClient(&redis.Options{Addr: cfg.RedisAddr, DB: cfg.RedisDB})
-	d.closers = append(d.closers, func() { d.rdb.Close() })
-	if err := d.rdb.Ping(ctx).Err(); err != nil {
-		return nil, fmt.Errorf("ping redis %s: %w", cfg.RedisAddr, err)
+	if err := connectRedis(ctx, *cfg, d); err != nil {
+		return nil, err
 	}
-	if d.conn, err = bus.Connect(ctx, cfg.NATSURL, "ax-"+cfg.Node); err != nil {
+	natsOpts, err := natsOptions(*cfg)
+	if err != nil {
+		return nil, err
+	}
+	if d.conn, err = bus.Connect(ctx, cfg.NATSURL, "ax-"+cfg.Node, natsOpts...); err != nil {
 		return nil, err
 	}
 	d.closers = append(d.closers, d.conn.Close)
@@ -268,6 +295,50 @@ func openDeps(ctx context.Context, cfg *Config, logger *slog.Logger) (_ *deps, e
 	d.send = dispatch.New(dispatch.Config{Heartbeat: heartbeat, Shards: cfg.Shards, TypeCacheClock: cfg.TypeCacheClock},
 		d.st, d.rdb, d.keys, d.clk, logger.With("component", "dispatch"))
 	return d, nil
+}
+
+// mysqlDSN is cfg.MySQLDSN set for TLS when the settings ask for it.
+func mysqlDSN(cfg Config) (string, error) {
+	tlsCfg, err := cfg.MySQLTLS.Config("mysql")
+	if err != nil {
+		return "", err
+	}
+	return store.WithTLS(cfg.MySQLDSN, tlsCfg)
+}
+
+// connectRedis connects to Redis with the configured user, password and
+// TLS, and checks that it answers.
+func connectRedis(ctx context.Context, cfg Config, d *deps) error {
+	tlsCfg, err := cfg.RedisTLS.Config("redis")
+	if err != nil {
+		return err
+	}
+	d.rdb = redis.NewClient(&redis.Options{Addr: cfg.RedisAddr, DB: cfg.RedisDB,
+		Username: cfg.RedisUser, Password: cfg.RedisPassword, TLSConfig: tlsCfg})
+	d.closers = append(d.closers, func() { d.rdb.Close() })
+	if err := d.rdb.Ping(ctx).Err(); err != nil {
+		return fmt.Errorf("ping redis %s: %w", cfg.RedisAddr, err)
+	}
+	return nil
+}
+
+// natsOptions are the NATS connection's credentials and TLS.
+func natsOptions(cfg Config) ([]nats.Option, error) {
+	var opts []nats.Option
+	if cfg.NATSUser != "" {
+		// Replies come to the user's own inbox subjects, which its
+		// permissions allow and no other user's do (natsperm).
+		opts = append(opts, nats.UserInfo(cfg.NATSUser, cfg.NATSPassword),
+			nats.CustomInboxPrefix(natsperm.InboxPrefix(cfg.NATSUser)))
+	}
+	tlsCfg, err := cfg.NATSTLS.Config("nats")
+	if err != nil {
+		return nil, err
+	}
+	if tlsCfg != nil {
+		opts = append(opts, nats.Secure(tlsCfg))
+	}
+	return opts, nil
 }
 
 // startEmbeddedNATS starts the embedded NATS server when the process has
@@ -482,7 +553,7 @@ func announceReady(ctx context.Context, cfg Config, services []Service, srv *ops
 			return
 		}
 	}
-	logger.Info("ax running", "services", services, "http", srv.Addr(), "nats", cfg.NATSURL, "node", cfg.Node)
+	logger.Info("ax running", "services", services, "http", srv.Addr(), "nats", bus.Redact(cfg.NATSURL), "node", cfg.Node)
 	if cfg.OnReady != nil {
 		cfg.OnReady(srv.Addr())
 	}

@@ -50,7 +50,12 @@ func startSystem(t *testing.T, redisAddr, prefix string, mutate func(*app.Config
 // embedded NATS server and runs services; join adds more instances.
 func startSystemWith(t *testing.T, services []app.Service, redisAddr, prefix string, mutate func(*app.Config)) *system {
 	t.Helper()
-	dsn := testenv.MySQLDSN(t)
+	return startSystemOn(t, testenv.MySQLDSN(t), services, redisAddr, prefix, mutate)
+}
+
+// startSystemOn is startSystemWith on a given database (and MySQL user).
+func startSystemOn(t *testing.T, dsn string, services []app.Service, redisAddr, prefix string, mutate func(*app.Config)) *system {
+	t.Helper()
 	cfg, err := store.ParseDSN(dsn) // parsed times, UTC, like ax itself
 	require.NoError(t, err)
 	db, err := sql.Open("mysql", cfg.FormatDSN())

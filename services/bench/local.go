@@ -193,7 +193,10 @@ func (l *local) startAx(ctx context.Context, dsn, natsURL, label string, profile
 			args := []string{svc, "--http", addr, "--node", "bench-" + svc,
 				"--mysql-dsn", dsn, "--redis-addr", l.cfg.RedisAddr, "--redis-prefix", l.prefix,
 				"--nats-url", natsURL, "--concurrency", strconv.Itoa(l.cfg.Concurrency),
-				"--migrate=false", "--log-level", "warn", "--builtins"}
+				"--log-level", "warn", "--builtins"}
+			if svc == "up" {
+				args = append(args, "--migrate=false")
+			}
 			args = append(args, l.cfg.axArgs...)
 			if profile {
 				args = append(args, "--cpuprofile", filepath.Join(l.cfg.CPUProfileDir, label+"-"+svc+".pprof"))

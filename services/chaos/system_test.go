@@ -120,7 +120,7 @@ func (s *system) startServices(t *testing.T, receiver string, extra []string) {
 		// start, as a restarted container would.
 		args := []string{svc.cmd, "--http", "127.0.0.1:" + strconv.Itoa(port),
 			"--mysql-dsn", s.dsn, "--redis-addr", s.redisURL, "--redis-prefix", "chaos",
-			"--nats-url", s.natsURL, "--migrate=false", "--log-level", "info"}
+			"--nats-url", s.natsURL, "--log-level", "info"}
 		if svc.cmd == "executor" {
 			args = append(args, "--webhook", taskType+"="+receiver, "--concurrency", "16")
 		}

@@ -127,7 +127,7 @@ func (t *Timer) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	err = bus.AddConsumer(router, t.conn.URL, bus.ConsumerSpec{
+	err = bus.AddConsumer(router, t.conn, bus.ConsumerSpec{
 		Name: events.ConsumerTimerTypes, Stream: events.StreamEvents,
 		Subject: events.SubjectTypeChanged, Parallel: 1,
 	}, t.logger, t.handleTypeChanged)

@@ -12,6 +12,7 @@ import (
 	"github.com/axsched/ax/services/app"
 	"github.com/axsched/ax/services/executor"
 	"github.com/axsched/ax/services/internal/membership"
+	"github.com/axsched/ax/services/internal/tlsfiles"
 )
 
 // Config locates ax's servers. Empty fields take ax's documented defaults.
@@ -31,10 +32,24 @@ type Config struct {
 	Logger *slog.Logger
 	// Executor tunes leases, fetchers and shutdown; zero values are defaults.
 	Executor executor.Config
+
+	// Least privilege (docs/security.md): a Redis ACL user, the NATS user
+	// of executors (ax-executor), and TLS to each server. Read passwords
+	// from the environment or files, never from flags.
+	RedisUser, RedisPassword string
+	NATSUser, NATSPassword   string
+	MySQLTLS, RedisTLS       TLSFiles
+	NATSTLS                  TLSFiles
 }
 
+// TLSFiles name the PEM files of a TLS connection: CA verifies the server,
+// Cert and Key (both or neither) are a client certificate.
+type TLSFiles = tlsfiles.Files
+
 // Run serves the mux's task types until ctx ends, then finishes running
-// tasks (up to the shutdown timeout) and returns.
+// tasks (up to the shutdown timeout) and returns. It never migrates: the
+// schema is `ax migrate up`'s, and a worker on an older one refuses to
+// start.
 func Run(ctx context.Context, cfg Config, mux *executor.Mux) error {
 	if mux == nil || len(mux.Specs()) == 0 {
 		return errors.New("worker: the mux has no task types")
@@ -59,7 +74,9 @@ func Run(ctx context.Context, cfg Config, mux *executor.Mux) error {
 	}
 	return app.Run(ctx, app.Config{
 		MySQLDSN: cfg.MySQLDSN, RedisAddr: cfg.RedisAddr, RedisPrefix: "ax", NATSURL: cfg.NATSURL,
-		HTTPAddr: cfg.HTTPAddr, Node: cfg.Node, NodeID: rand.Int64N(1024), Migrate: true,
+		HTTPAddr: cfg.HTTPAddr, Node: cfg.Node, NodeID: rand.Int64N(1024),
 		Executor: cfg.Executor, Types: mux.Specs(),
+		RedisUser: cfg.RedisUser, RedisPassword: cfg.RedisPassword, NATSUser: cfg.NATSUser, NATSPassword: cfg.NATSPassword,
+		MySQLTLS: cfg.MySQLTLS, RedisTLS: cfg.RedisTLS, NATSTLS: cfg.NATSTLS,
 	}, []app.Service{app.Executor}, cfg.Logger)
 }

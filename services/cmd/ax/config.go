@@ -116,11 +116,13 @@ type serverFlags struct {
 	// relayGapTracking is the inverse of cfg.Relay.NoGapTracking.
 	relayGapTracking bool
 	cpuProfile       string
+	// conn holds the secrets' files and the DSN until resolveSecrets.
+	conn connFlags
 }
 
 func (f *serverFlags) register(fs *pflag.FlagSet, command string) {
 	c := &f.cfg
-	fs.StringVar(&c.MySQLDSN, "mysql-dsn", envStr("AX_MYSQL_DSN", defaultMySQLDSN), "MySQL DSN (go-sql-driver form); the database is created if missing [AX_MYSQL_DSN]")
+	f.registerConn(fs)
 	fs.StringVar(&c.RedisAddr, "redis-addr", envStr("AX_REDIS_ADDR", defaultRedisAddr), "Redis host:port [AX_REDIS_ADDR]")
 	fs.IntVar(&c.RedisDB, "redis-db", envInt("AX_REDIS_DB", 0), "Redis database number [AX_REDIS_DB]")
 	fs.StringVar(&c.RedisPrefix, "redis-prefix", envStr("AX_REDIS_PREFIX", "ax"), "prefix of every Redis key [AX_REDIS_PREFIX]")
@@ -135,7 +137,11 @@ func (f *serverFlags) register(fs *pflag.FlagSet, command string) {
 	fs.StringVar(&c.Node, "node", envStr("AX_NODE", membership.DefaultName()), "name of this process in history, locks and task rows [AX_NODE]")
 	fs.Int64Var(&c.NodeID, "node-id", int64(envInt("AX_NODE_ID", rand.IntN(1024))), "snowflake node ID 0..1023, distinct per submitter (default random) [AX_NODE_ID]")
 	fs.StringVar((*string)(&c.Auth), "auth", envStr("AX_AUTH", string(auth.ModeAuto)), "check API keys: auto (on unless bound to loopback with no key; bound elsewhere with no key, refuse to start), on, or off [AX_AUTH]")
-	fs.BoolVar(&c.Migrate, "migrate", envBool("AX_MIGRATE", true), "apply pending migrations at start [AX_MIGRATE]")
+	if command == "up" {
+		// Only the one-process try-out migrates; a service runs on the
+		// schema `ax migrate up` made, as a user without DDL rights.
+		fs.BoolVar(&c.Migrate, "migrate", envBool("AX_MIGRATE", true), "apply pending migrations at start (ax up only; services need `ax migrate up` first) [AX_MIGRATE]")
+	}
 	fs.StringVar(&f.logLevel, "log-level", envStr("AX_LOG_LEVEL", "info"), "debug, info, warn or error [AX_LOG_LEVEL]")
 	fs.StringVar(&f.logFormat, "log-format", envStr("AX_LOG_FORMAT", "text"), "text or json [AX_LOG_FORMAT]")
 
@@ -225,6 +231,9 @@ func (f *serverFlags) executorTypes() ([]executor.TypeSpec, error) {
 			name, url, ok := strings.Cut(w, "=")
 			if !ok || name == "" || url == "" {
 				return nil, fmt.Errorf("--webhook %q: want TYPE=URL", w)
+			}
+			if urlHasPassword(url) {
+				return nil, fmt.Errorf("--webhook %s: the URL holds a password, which every user of this machine can read in the process list; requests are signed with the webhook secret instead", name)
 			}
 			h, err := executor.Webhook(executor.WebhookConfig{URL: url, Secret: secret})
 			if err != nil {

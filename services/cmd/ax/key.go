@@ -16,10 +16,14 @@ import (
 // first admin key cannot need a key. With a key, POST /v1/keys does the
 // same through the API.
 func newKeyCmd() *cobra.Command {
-	var dsn string
+	var flags dsnFlags
 	cmd := &cobra.Command{Use: "key", Short: "Create, list and revoke API keys (in MySQL; needs no key)"}
-	cmd.PersistentFlags().StringVar(&dsn, "mysql-dsn", envStr("AX_MYSQL_DSN", defaultMySQLDSN), "MySQL DSN [AX_MYSQL_DSN]")
+	flags.register(cmd.PersistentFlags())
 	open := func(cmd *cobra.Command) (*store.Store, error) {
+		dsn, err := flags.resolveTLS(cmd.Flags())
+		if err != nil {
+			return nil, err
+		}
 		return store.Open(cmd.Context(), dsn, store.Options{Actor: "ax key", MaxOpenConns: 2})
 	}
 

@@ -9,9 +9,16 @@ import (
 )
 
 func newMigrateCmd() *cobra.Command {
-	var dsn string
-	cmd := &cobra.Command{Use: "migrate", Short: "Apply or inspect the MySQL schema migrations"}
-	cmd.PersistentFlags().StringVar(&dsn, "mysql-dsn", envStr("AX_MYSQL_DSN", defaultMySQLDSN), "MySQL DSN [AX_MYSQL_DSN]")
+	var (
+		flags dsnFlags
+		dsn   string
+	)
+	cmd := &cobra.Command{Use: "migrate", Short: "Apply or inspect the MySQL schema migrations (as a user allowed to change the schema)"}
+	flags.register(cmd.PersistentFlags())
+	cmd.PersistentPreRunE = func(cmd *cobra.Command, _ []string) (err error) {
+		dsn, err = flags.resolveTLS(cmd.Flags())
+		return err
+	}
 	cmd.AddCommand(&cobra.Command{
 		Use: "up", Short: "Apply every pending migration", Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {

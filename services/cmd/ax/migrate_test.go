@@ -9,7 +9,7 @@ import (
 )
 
 func TestMigrateDownCommand(t *testing.T) {
-	dsn := testenv.MySQLDSN(t) // at the latest version
+	dsn := testenv.MigratedDSN(t) // at the latest version, as a user who may change it
 
 	_, err := runAx(t, "migrate", "down", "--mysql-dsn", dsn)
 	require.ErrorContains(t, err, "--to is required")

@@ -82,12 +82,18 @@ type proc struct {
 
 func start(t *testing.T, name, bin string, args ...string) *proc {
 	t.Helper()
+	return startEnv(t, name, bin, nil, args...)
+}
+
+// startEnv is start with more environment variables (NAME=value).
+func startEnv(t *testing.T, name, bin string, env []string, args ...string) *proc {
+	t.Helper()
 	logPath := filepath.Join(t.TempDir(), name+".log")
 	f, err := os.Create(logPath)
 	require.NoError(t, err)
 	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = f, f
-	cmd.Env = append(os.Environ(), "AX_LOG_LEVEL=info")
+	cmd.Env = append(append(os.Environ(), "AX_LOG_LEVEL=info"), env...)
 	require.NoError(t, cmd.Start(), "start %s", name)
 	p := &proc{name: name, cmd: cmd, log: logPath, done: make(chan error, 1)}
 	go func() { p.done <- cmd.Wait(); f.Close() }()
@@ -176,20 +182,7 @@ func (c *cluster) service(t *testing.T, svc, node string, extra ...string) *proc
 	args = append(args, extra...)
 	p := start(t, node, c.bin, args...)
 	p.addr = addr
-	testenv.Eventually(t, 30*time.Second, svc+" ready", func() bool {
-		select {
-		case err := <-p.done:
-			p.done <- err
-			t.Fatalf("%s exited during start-up: %v", node, err)
-		default:
-		}
-		resp, err := http.Get("http://" + addr + "/readyz")
-		if err != nil {
-			return false
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK
-	})
+	waitReady(t, p, addr)
 	if svc == "submitter" {
 		c.apiAddr = addr
 		c.api = client.New(addr)

@@ -19,7 +19,7 @@ func newRootCmd() *cobra.Command {
 	for _, s := range app.AllServices {
 		root.AddCommand(newServerCmd(string(s), "Run the "+string(s)+" service against an external NATS server", []app.Service{s}, false))
 	}
-	root.AddCommand(newMigrateCmd(), newKeyCmd(), newTaskCmd(), newDLQCmd(), newTypeCmd(), newNodesCmd(), newBenchCmd())
+	root.AddCommand(newMigrateCmd(), newKeyCmd(), newTaskCmd(), newDLQCmd(), newTypeCmd(), newNodesCmd(), newBenchCmd(), newNATSConfigCmd())
 	return root
 }
 
@@ -35,6 +35,9 @@ func newServerCmd(name, short string, services []app.Service, embedded bool) *co
 				return err
 			}
 			cfg := f.cfg
+			if err := f.resolveSecrets(cmd.Flags(), &cfg); err != nil {
+				return err
+			}
 			cfg.EmbeddedNATS = embedded
 			types, err := f.executorTypes()
 			if err != nil {

@@ -8,7 +8,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	neturl "net/url"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -19,29 +21,42 @@ import (
 
 // Conn is a NATS connection with its JetStream context.
 type Conn struct {
-	NC  *nats.Conn
-	JS  jetstream.JetStream
+	NC *nats.Conn
+	JS jetstream.JetStream
+	// URL is the server list, passwords hidden (for logs).
 	URL string
+	// url and opts dial more connections alike (Dial).
+	url  string
+	opts []nats.Option
 }
 
 // Connect dials NATS and retries reconnects forever: a NATS restart must not
 // kill a service, only pause it.
-func Connect(ctx context.Context, url, name string) (*Conn, error) {
-	nc, err := nats.Connect(url,
-		nats.Name(name),
-		nats.MaxReconnects(-1),
-		nats.ReconnectWait(250*time.Millisecond),
-		nats.RetryOnFailedConnect(false),
-	)
+// opts carry credentials and TLS.
+func Connect(ctx context.Context, url, name string, opts ...nats.Option) (*Conn, error) {
+	c := &Conn{URL: Redact(url), url: url, opts: opts}
+	nc, err := c.Dial(name)
 	if err != nil {
-		return nil, fmt.Errorf("connect nats %s: %w", url, err)
+		return nil, fmt.Errorf("connect nats %s: %w", Redact(url), err)
 	}
 	js, err := jetstream.New(nc)
 	if err != nil {
 		nc.Close()
-		return nil, fmt.Errorf("jetstream on %s: %w", url, err)
+		return nil, fmt.Errorf("jetstream on %s: %w", Redact(url), err)
 	}
-	return &Conn{NC: nc, JS: js, URL: url}, nil
+	c.NC, c.JS = nc, js
+	return c, nil
+}
+
+// Dial opens another connection to the same servers with the same
+// credentials and TLS, named name.
+func (c *Conn) Dial(name string) (*nats.Conn, error) {
+	return nats.Connect(c.url, append([]nats.Option{
+		nats.Name(name),
+		nats.MaxReconnects(-1),
+		nats.ReconnectWait(250 * time.Millisecond),
+		nats.RetryOnFailedConnect(false),
+	}, c.opts...)...)
 }
 
 // Close drains and closes the connection.
@@ -212,4 +227,16 @@ func publishAsync(ctx context.Context, js jetstream.JetStream, msgs []*nats.Msg)
 		return fmt.Errorf("%d of %d publishes failed, the first: %w", failed, len(futures), first)
 	}
 	return first
+}
+
+// Redact hides the passwords of a NATS URL list (nats://user:pass@host,
+// ...), for logs and errors.
+func Redact(urls string) string {
+	parts := strings.Split(urls, ",")
+	for i, p := range parts {
+		if u, err := neturl.Parse(strings.TrimSpace(p)); err == nil && u.User != nil {
+			parts[i] = u.Redacted()
+		}
+	}
+	return strings.Join(parts, ",")
 }

@@ -9,7 +9,6 @@ import (
 	"github.com/ThreeDotsLabs/watermill"
 	"github.com/ThreeDotsLabs/watermill/message"
 	"github.com/ThreeDotsLabs/watermill/message/router/middleware"
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/axsched/ax/contracts"
@@ -99,9 +98,9 @@ func WatermillLogger(logger *slog.Logger) watermill.LoggerAdapter {
 // created or updated on first subscribe; Parallel handlers share it, each
 // with its own pull subscription, over a connection of their own (closed
 // when the router closes the subscriber).
-func AddConsumer(router *message.Router, url string, spec ConsumerSpec, logger *slog.Logger, handler message.NoPublishHandlerFunc) error {
+func AddConsumer(router *message.Router, conn *Conn, spec ConsumerSpec, logger *slog.Logger, handler message.NoPublishHandlerFunc) error {
 	spec = spec.withDefaults()
-	nc, err := nats.Connect(url, nats.Name("ax-"+spec.Name), nats.MaxReconnects(-1), nats.ReconnectWait(250*time.Millisecond))
+	nc, err := conn.Dial("ax-" + spec.Name)
 	if err != nil {
 		return fmt.Errorf("connect nats for consumer %s: %w", spec.Name, err)
 	}

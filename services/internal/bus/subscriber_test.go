@@ -59,7 +59,7 @@ func TestRouterStopsCleanlyWhileMessagesArrive(t *testing.T) {
 		require.Less(t, rounds, 1000, "handled %d of %d", handled(), total)
 		router, err := bus.NewRouter(logger)
 		require.NoError(t, err)
-		require.NoError(t, bus.AddConsumer(router, conn.URL, spec, logger, handle))
+		require.NoError(t, bus.AddConsumer(router, conn, spec, logger, handle))
 		rctx, cancel := context.WithCancel(ctx)
 		done := make(chan error, 1)
 		go func() { done <- router.Run(rctx) }()

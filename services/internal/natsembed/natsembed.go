@@ -4,6 +4,7 @@
 package natsembed
 
 import (
+	"crypto/tls"
 	"fmt"
 	"net"
 	"strconv"
@@ -31,6 +32,9 @@ type Config struct {
 	StoreDir string
 	// Sync is SyncDefault or SyncAlways.
 	Sync string
+	// TLS, when set, makes clients connect over TLS; with ClientAuth set
+	// to tls.RequireAndVerifyClientCert they need a certificate too.
+	TLS *tls.Config
 }
 
 // Server is a running embedded NATS server.
@@ -59,6 +63,10 @@ func Start(cfg Config) (*Server, error) {
 		StoreDir:   cfg.StoreDir,
 		NoSigs:     true,
 		NoLog:      true,
+	}
+	if cfg.TLS != nil {
+		opts.TLSConfig, opts.TLS = cfg.TLS, true
+		opts.TLSVerify = cfg.TLS.ClientAuth == tls.RequireAndVerifyClientCert
 	}
 	switch cfg.Sync {
 	case "", SyncDefault:

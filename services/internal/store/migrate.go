@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/go-sql-driver/mysql"
 	"github.com/golang-migrate/migrate/v4"
 	migratemysql "github.com/golang-migrate/migrate/v4/database/mysql"
 	"github.com/golang-migrate/migrate/v4/source/iofs"
@@ -126,4 +127,30 @@ func Status(ctx context.Context, dsn string) (MigrationStatus, error) {
 		latest, err = src.Next(latest)
 	}
 	return st, nil
+}
+
+// ensureDatabase creates the database named in cfg if it is missing; only
+// migrations do, as the services' user may not create databases.
+func ensureDatabase(ctx context.Context, cfg *mysql.Config) error {
+	root := cfg.Clone()
+	root.DBName = ""
+	db, err := sql.Open("mysql", root.FormatDSN())
+	if err != nil {
+		return fmt.Errorf("open mysql: %w", err)
+	}
+	defer db.Close()
+	// Looked up first, so that a user without CREATE (the services' one,
+	// reading `ax migrate status`) gets on with an existing database.
+	var n int
+	if err := db.QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.schemata WHERE schema_name = ?", cfg.DBName).Scan(&n); err != nil {
+		return fmt.Errorf("look up database %s on %s: %w", cfg.DBName, cfg.Addr, err)
+	}
+	if n > 0 {
+		return nil
+	}
+	q := fmt.Sprintf("CREATE DATABASE IF NOT EXISTS `%s` CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci", cfg.DBName)
+	if _, err := db.ExecContext(ctx, q); err != nil {
+		return fmt.Errorf("create database %s on %s: %w", cfg.DBName, cfg.Addr, err)
+	}
+	return nil
 }

@@ -18,7 +18,7 @@ import (
 // .down.sql undoes its .up.sql far enough for the .up.sql to run again.
 func TestMigrationsGoDownAndUpAgain(t *testing.T) {
 	ctx := context.Background()
-	dsn := testenv.MySQLDSN(t) // at the latest version
+	dsn := testenv.MigratedDSN(t) // at the latest version, as a user who may change it
 	st, err := store.Status(ctx, dsn)
 	require.NoError(t, err)
 	require.Positive(t, st.Latest)

@@ -7,9 +7,11 @@ package store
 
 import (
 	"context"
+	"crypto/tls"
 	"database/sql"
 	"errors"
 	"fmt"
+	"net"
 	"sync/atomic"
 	"time"
 
@@ -39,13 +41,12 @@ type Options struct {
 }
 
 // Open connects to MySQL with the settings ax relies on (strict SQL mode,
-// UTC, parsed times), creating the database named in dsn if it is missing.
+// UTC, parsed times) and checks that the schema is one this build runs on
+// (CheckSchema). It never creates or changes anything: that is `ax migrate
+// up`'s, so the services can run as a user without DDL rights.
 func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	cfg, err := ParseDSN(dsn)
 	if err != nil {
-		return nil, err
-	}
-	if err := ensureDatabase(ctx, cfg); err != nil {
 		return nil, err
 	}
 	connector, err := mysql.NewConnector(cfg)
@@ -61,7 +62,15 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	db.SetConnMaxLifetime(30 * time.Minute)
 	if err := db.PingContext(ctx); err != nil {
 		db.Close()
+		var me *mysql.MySQLError
+		if errors.As(err, &me) && me.Number == 1049 {
+			return nil, fmt.Errorf("%w: database %s does not exist on %s: run `ax migrate up` first", ErrSchema, cfg.DBName, cfg.Addr)
+		}
 		return nil, fmt.Errorf("ping mysql %s: %w", cfg.Addr, err)
+	}
+	if err := CheckSchema(ctx, db, cfg.DBName); err != nil {
+		db.Close()
+		return nil, err
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
@@ -77,7 +86,8 @@ func ParseDSN(dsn string) (*mysql.Config, error) {
 		return nil, fmt.Errorf("parse mysql dsn: %w", err)
 	}
 	if cfg.DBName == "" {
-		return nil, fmt.Errorf("mysql dsn %q names no database", cfg.FormatDSN())
+		// Not the DSN itself: it may hold a password.
+		return nil, fmt.Errorf("mysql dsn for %s@%s names no database", cfg.User, cfg.Addr)
 	}
 	cfg.ParseTime = true
 	cfg.Loc = time.UTC
@@ -94,21 +104,6 @@ func ParseDSN(dsn string) (*mysql.Config, error) {
 	cfg.Params["sql_mode"] = "'STRICT_ALL_TABLES,NO_ZERO_DATE,NO_ZERO_IN_DATE,ERROR_FOR_DIVISION_BY_ZERO,NO_ENGINE_SUBSTITUTION'"
 	cfg.Params["time_zone"] = "'+00:00'"
 	return cfg, nil
-}
-
-func ensureDatabase(ctx context.Context, cfg *mysql.Config) error {
-	root := cfg.Clone()
-	root.DBName = ""
-	db, err := sql.Open("mysql", root.FormatDSN())
-	if err != nil {
-		return fmt.Errorf("open mysql: %w", err)
-	}
-	defer db.Close()
-	q := fmt.Sprintf("CREATE DATABASE IF NOT EXISTS `%s` CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci", cfg.DBName)
-	if _, err := db.ExecContext(ctx, q); err != nil {
-		return fmt.Errorf("create database %s on %s: %w", cfg.DBName, cfg.Addr, err)
-	}
-	return nil
 }
 
 // WithActor returns a view of the store that records actor in history rows;
@@ -160,4 +155,35 @@ func IsDeadlock(err error) bool {
 func isDuplicateKey(err error) bool {
 	var me *mysql.MySQLError
 	return errors.As(err, &me) && me.Number == 1062
+}
+
+// tlsConfigs numbers the TLS configurations WithTLS registers.
+var tlsConfigs atomic.Int64
+
+// WithTLS returns dsn set to connect over TLS with cfg (nil: dsn as it
+// is). The driver looks TLS configurations up by name, so cfg is
+// registered under a name of its own; the returned DSN works for Open,
+// Migrate and Status alike.
+func WithTLS(dsn string, cfg *tls.Config) (string, error) {
+	if cfg == nil {
+		return dsn, nil
+	}
+	parsed, err := mysql.ParseDSN(dsn)
+	if err != nil {
+		return "", fmt.Errorf("parse mysql dsn: %w", err)
+	}
+	name := fmt.Sprintf("ax-%d", tlsConfigs.Add(1))
+	if cfg.ServerName == "" {
+		cfg = cfg.Clone()
+		host, _, splitErr := net.SplitHostPort(parsed.Addr)
+		if splitErr != nil {
+			host = parsed.Addr
+		}
+		cfg.ServerName = host
+	}
+	if err := mysql.RegisterTLSConfig(name, cfg); err != nil {
+		return "", fmt.Errorf("mysql tls: %w", err)
+	}
+	parsed.TLSConfig = name
+	return parsed.FormatDSN(), nil
 }

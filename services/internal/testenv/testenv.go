@@ -63,14 +63,54 @@ func Suffix() string {
 }
 
 // MySQLDSN creates a fresh database with the schema migrated and drops it
-// when the test ends. It returns the DSN.
+// when the test ends. It returns the DSN: the administrative user's, or
+// with AX_TEST_MYSQL_GRANTS=dml a user of the test's own that has only the
+// services' rights (store.ServicePrivileges), so a package's whole suite
+// shows that the services need no more.
 func MySQLDSN(t testing.TB) string {
+	t.Helper()
+	dsn := MigratedDSN(t)
+	switch g := os.Getenv("AX_TEST_MYSQL_GRANTS"); g {
+	case "", "admin":
+		return dsn
+	case "dml":
+		return MySQLUser(t, dsn, store.ServicePrivileges)
+	default:
+		t.Fatalf("AX_TEST_MYSQL_GRANTS=%q: want admin or dml", g)
+		return ""
+	}
+}
+
+// MigratedDSN creates a fresh database as the administrative user, migrates
+// it, and drops it when the test ends. It returns the administrative DSN.
+func MigratedDSN(t testing.TB) string {
 	t.Helper()
 	cfg, err := mysql.ParseDSN(mysqlBase)
 	if err != nil {
 		t.Fatalf("AX_TEST_MYSQL_DSN: %v", err)
 	}
 	cfg.DBName = ""
+	root := adminConn(t, cfg)
+	name := "axtest_" + Suffix()
+	cfg.DBName = name
+	dsn := cfg.FormatDSN()
+	t.Cleanup(func() {
+		_, _ = root.Exec("DROP DATABASE IF EXISTS `" + name + "`")
+		root.Close()
+	})
+	if _, err := root.Exec("CREATE DATABASE `" + name + "` CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci"); err != nil {
+		t.Fatalf("create database %s: %v", name, err)
+	}
+	if err := store.Migrate(context.Background(), dsn); err != nil {
+		t.Fatalf("migrate %s: %v", name, err)
+	}
+	return dsn
+}
+
+// adminConn connects as the administrative user, skipping (or failing
+// under CI) when MySQL is not there.
+func adminConn(t testing.TB, cfg *mysql.Config) *sql.DB {
+	t.Helper()
 	root, err := sql.Open("mysql", cfg.FormatDSN())
 	if err != nil {
 		Unavailable(t, "mysql", err)
@@ -81,17 +121,57 @@ func MySQLDSN(t testing.TB) string {
 		root.Close()
 		Unavailable(t, "mysql", err)
 	}
-	name := "axtest_" + Suffix()
-	cfg.DBName = name
-	dsn := cfg.FormatDSN()
-	t.Cleanup(func() {
-		_, _ = root.Exec("DROP DATABASE IF EXISTS `" + name + "`")
-		root.Close()
-	})
-	if err := store.Migrate(context.Background(), dsn); err != nil {
-		t.Fatalf("migrate %s: %v", name, err)
+	return root
+}
+
+// MySQLUser creates a MySQL user of the test's own (a random name and
+// password) with privileges on dsn's database only, drops it when the test
+// ends, and returns dsn with that user's credentials.
+func MySQLUser(t testing.TB, dsn, privileges string) string {
+	t.Helper()
+	cfg, err := mysql.ParseDSN(dsn)
+	if err != nil {
+		t.Fatalf("parse dsn: %v", err)
 	}
-	return dsn
+	admin := cfg.Clone()
+	admin.DBName = ""
+	root := adminConn(t, admin)
+	defer root.Close()
+	user, password := "axuser_"+Suffix(), "pw-"+Suffix()+Suffix()
+	account := "'" + user + "'@'%'"
+	t.Cleanup(func() {
+		if db, err := sql.Open("mysql", admin.FormatDSN()); err == nil {
+			_, _ = db.Exec("DROP USER IF EXISTS " + account)
+			db.Close()
+		}
+	})
+	for _, q := range []string{
+		"CREATE USER " + account + " IDENTIFIED BY '" + password + "'",
+		store.GrantStatement(privileges, cfg.DBName, account),
+	} {
+		if _, err := root.Exec(q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	cfg.User, cfg.Passwd = user, password
+	return cfg.FormatDSN()
+}
+
+// AdminDSN is dsn (perhaps a restricted user's) with the administrative
+// user's credentials, for tests that change the schema or read server
+// tables.
+func AdminDSN(t testing.TB, dsn string) string {
+	t.Helper()
+	cfg, err := mysql.ParseDSN(dsn)
+	if err != nil {
+		t.Fatalf("parse dsn: %v", err)
+	}
+	base, err := mysql.ParseDSN(mysqlBase)
+	if err != nil {
+		t.Fatalf("AX_TEST_MYSQL_DSN: %v", err)
+	}
+	cfg.User, cfg.Passwd = base.User, base.Passwd
+	return cfg.FormatDSN()
 }
 
 // Store opens a store on a fresh database.
@@ -107,25 +187,53 @@ func Store(t testing.TB) (*store.Store, string) {
 }
 
 // Redis connects to the shared Redis and returns key builders under a
-// prefix of the test's own; the keys are deleted when the test ends.
+// prefix of the test's own; the keys are deleted when the test ends. With
+// AX_TEST_REDIS_ACL=1 the client is an ACL user of the test's own with
+// only keys.ACLRules for that prefix, so a package's whole suite shows
+// ax needs no more.
 func Redis(t testing.TB) (*redis.Client, keys.Keys) {
 	t.Helper()
-	rdb := redis.NewClient(&redis.Options{Addr: redisAddr})
+	admin := redis.NewClient(&redis.Options{Addr: redisAddr})
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if err := rdb.Ping(ctx).Err(); err != nil {
-		rdb.Close()
+	if err := admin.Ping(ctx).Err(); err != nil {
+		admin.Close()
 		Unavailable(t, "redis", err)
 	}
 	k := keys.New("axtest" + Suffix())
+	// Registered first so that it runs last, after redisUser's cleanup
+	// has used the administrative client.
 	t.Cleanup(func() {
-		iter := rdb.Scan(context.Background(), 0, k.Prefix+":*", 1000).Iterator()
+		iter := admin.Scan(context.Background(), 0, k.Prefix+":*", 1000).Iterator()
 		for iter.Next(context.Background()) {
-			rdb.Del(context.Background(), iter.Val())
+			admin.Del(context.Background(), iter.Val())
 		}
-		rdb.Close()
+		admin.Close()
 	})
-	return rdb, k
+	if os.Getenv("AX_TEST_REDIS_ACL") == "1" {
+		return redisUser(t, admin, k), k
+	}
+	return admin, k
+}
+
+// redisUser creates an ACL user allowed only ax's rules under k's prefix,
+// deleted (with its client closed) when the test ends.
+func redisUser(t testing.TB, admin *redis.Client, k keys.Keys) *redis.Client {
+	t.Helper()
+	user, password := "axtest-"+Suffix(), "pw-"+Suffix()+Suffix()
+	args := []any{"ACL", "SETUSER", user, "reset", "on", ">" + password}
+	for _, r := range k.ACLRules() {
+		args = append(args, r)
+	}
+	if err := admin.Do(context.Background(), args...).Err(); err != nil {
+		t.Fatalf("redis acl user: %v", err)
+	}
+	rdb := redis.NewClient(&redis.Options{Addr: redisAddr, Username: user, Password: password})
+	t.Cleanup(func() {
+		rdb.Close()
+		admin.Do(context.Background(), "ACL", "DELUSER", user)
+	})
+	return rdb
 }
 
 // RedisServer is a private redis-server process a test may flush, kill and
@@ -135,6 +243,8 @@ type RedisServer struct {
 	t    testing.TB
 	cmd  *exec.Cmd
 	port int
+	// tls, when set, serves TLS only (StartRedisTLS).
+	tls *TLSFiles
 }
 
 // StartRedis starts a private redis-server on a free port.
@@ -150,15 +260,36 @@ func StartRedis(t testing.TB) *RedisServer {
 	return s
 }
 
+// StartRedisTLS starts a private redis-server that serves only TLS with
+// the files' server certificate and requires a client certificate.
+func StartRedisTLS(t testing.TB, files TLSFiles) *RedisServer {
+	t.Helper()
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		Unavailable(t, "redis-server binary", err)
+	}
+	port := FreePort(t)
+	s := &RedisServer{Addr: "127.0.0.1:" + strconv.Itoa(port), t: t, port: port, tls: &files}
+	s.Start()
+	t.Cleanup(s.Stop)
+	return s
+}
+
 // Start (re)starts the server process and waits until it answers.
 func (s *RedisServer) Start() {
 	s.t.Helper()
-	s.cmd = exec.Command("redis-server", "--port", strconv.Itoa(s.port), "--bind", "127.0.0.1",
-		"--save", "", "--appendonly", "no", "--daemonize", "no")
+	args := []string{"--port", strconv.Itoa(s.port), "--bind", "127.0.0.1",
+		"--save", "", "--appendonly", "no", "--daemonize", "no"}
+	opts := &redis.Options{Addr: s.Addr}
+	if s.tls != nil {
+		args = append(args, "--port", "0", "--tls-port", strconv.Itoa(s.port), "--tls-cert-file", s.tls.ServerCert,
+			"--tls-key-file", s.tls.ServerKey, "--tls-ca-cert-file", s.tls.CA, "--tls-auth-clients", "yes")
+		opts.TLSConfig = s.tls.clientTLS(s.t)
+	}
+	s.cmd = exec.Command("redis-server", args...)
 	if err := s.cmd.Start(); err != nil {
 		s.t.Fatalf("start redis-server: %v", err)
 	}
-	rdb := redis.NewClient(&redis.Options{Addr: s.Addr})
+	rdb := redis.NewClient(opts)
 	defer rdb.Close()
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) {
