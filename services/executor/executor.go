@@ -219,6 +219,13 @@ func New(cfg Config, st *store.Store, rdb redis.UniversalClient, k keys.Keys, co
 	if len(e.types) == 0 {
 		return nil, errors.New("executor: serves no task types")
 	}
+	// Once holds a connection of its own pool while a side effect runs,
+	// at most one per running handler.
+	slots := 0
+	for _, p := range e.types {
+		slots += cap(p.slots)
+	}
+	st.SizeOncePool(slots)
 	return e, nil
 }
 

@@ -165,6 +165,12 @@ func (t *Timer) Run(ctx context.Context) error {
 // indexes.
 const indexBatch = 512
 
+// statementTimeout bounds each MySQL statement of the timer's loops (a
+// page of a rebuild or a reconcile, the end of a batch of backoffs): a
+// MySQL that stopped answering fails the pass, which is tried again,
+// instead of holding it until the driver's read timeout.
+const statementTimeout = 10 * time.Second
+
 // Ready is closed once the timer consumes READY and RETRYING events and
 // type changes.
 func (t *Timer) Ready() <-chan struct{} { return t.ready.Ready() }
@@ -225,7 +231,9 @@ func (t *Timer) ReindexType(ctx context.Context, taskType string) (int, error) {
 	var after *store.DueRef
 	total := 0
 	for {
-		page, err := t.store.ReadyOfType(ctx, taskType, after, rebuildPage)
+		pctx, cancel := context.WithTimeout(ctx, statementTimeout)
+		page, err := t.store.ReadyOfType(pctx, taskType, after, rebuildPage)
+		cancel()
 		if err != nil {
 			return total, err
 		}
@@ -412,7 +420,12 @@ func (t *Timer) endBackoffs(ctx context.Context, direct, retrying []dispatch.Tas
 			Attempt: &attempt, DueByMs: &dueBy, Route: events.RouteDispatched, Reason: "backoff elapsed",
 		}}
 	}
-	out, err := t.store.TransferBatch(ctx, chains)
+	// Bounded, so a MySQL that stopped answering sends these tasks to the
+	// dispatcher rather than stopping the pops until the driver's read
+	// timeout.
+	bctx, cancel := context.WithTimeout(ctx, statementTimeout)
+	out, err := t.store.TransferBatch(bctx, chains)
+	cancel()
 	if err != nil {
 		t.logger.Warn("ending backoffs failed; handing the tasks to the dispatcher", "tasks", len(retrying), "err", err)
 		msgs := make([]bus.Msg, 0, len(retrying))
