@@ -254,16 +254,26 @@ func (t *Timer) Index(ctx context.Context, refs []store.DueRef) error {
 	if len(refs) == 0 {
 		return nil
 	}
-	pipe := t.rdb.Pipeline()
+	// One ZADD per lane, highest lane first: a pop that runs between the
+	// pipeline's commands (a page of due tasks being re-indexed on resume)
+	// sees whole lanes, higher ones first, and never dispatches a lower
+	// lane's task ahead of a higher one indexed in the same call.
+	lanes := make([][]redis.Z, len(contracts.Priorities))
 	earliest := int64(-1)
 	for _, r := range refs {
-		prio := r.Priority
-		if prio.Rank() < 0 {
-			prio = contracts.PriorityNormal
+		rank := r.Priority.Rank()
+		if rank < 0 {
+			rank = contracts.PriorityNormal.Rank()
 		}
-		pipe.ZAdd(ctx, t.keys.Lane(prio), redis.Z{Score: float64(r.NextRunTimeMs), Member: member(r)})
+		lanes[rank] = append(lanes[rank], redis.Z{Score: float64(r.NextRunTimeMs), Member: member(r)})
 		if earliest < 0 || r.NextRunTimeMs < earliest {
 			earliest = r.NextRunTimeMs
+		}
+	}
+	pipe := t.rdb.Pipeline()
+	for rank, zs := range lanes {
+		if len(zs) > 0 {
+			pipe.ZAdd(ctx, t.keys.Lane(contracts.Priorities[rank]), zs...)
 		}
 	}
 	if _, err := pipe.Exec(ctx); err != nil {
