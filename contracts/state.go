@@ -23,7 +23,9 @@ const (
 	// StatusReady: waiting to run at next_run_time. In: submitter (create),
 	// reaper (lease lost), timer/retry (after RETRYING), dependency release
 	// (after SUSPEND). Out: executor claims it (RUNNING), an operator cancels
-	// it (CANCELLED), or a full executor pool hands it back (RETRYING).
+	// it (CANCELLED). READY -> RETRYING stays allowed for executors of
+	// earlier versions, which handed a task back when its type's pool was
+	// full; a task now waits in its lane instead.
 	StatusReady Status = "READY"
 	// StatusRunning: claimed by one executor, which holds the Redis lease and
 	// the current attempt number. Out: the executor records SUCCESS, FAILED,

@@ -234,15 +234,14 @@ func TestLeanDispatchRunsWithTheTasksOwnSettings(t *testing.T) {
 }
 
 // TestBurstOverFullPoolLosesAndFailsNothing submits 20x the type's pool
-// (its cluster-wide limit): tasks that find the pool full are handed back
-// as RETRYING without using a retry, and every task completes.
+// (its cluster-wide limit) to two executors: tasks wait in their lanes
+// until the pool has room — none is turned back through RETRYING or uses a
+// retry — and every task completes.
 func TestBurstOverFullPoolLosesAndFailsNothing(t *testing.T) {
 	_, k := testenv.Redis(t)
 	sys := startSystem(t, "127.0.0.1:6379", k.Prefix, nil)
 	sys.join(t, []app.Service{app.Executor}, func(c *app.Config) { c.Node = "second-executor" })
 	ctx := context.Background()
-	// Two executors with four fetchers each compete for a pool of two;
-	// tasks outlast the 250 ms a claim waits for a slot.
 	const pool = 2
 	_, err := sys.api.UpdateType(ctx, "ax.sleep", contracts.TaskTypeUpdate{Concurrency: ptr(pool)})
 	require.NoError(t, err)
@@ -251,16 +250,19 @@ func TestBurstOverFullPoolLosesAndFailsNothing(t *testing.T) {
 
 	const n = 20 * pool
 	submitMany(t, sys.api, n, 8, contracts.SubmitRequest{Type: "ax.sleep", MaxRetries: ptr(0), Payload: json.RawMessage(`{"ms":400}`)})
+	maxRunning := 0
 	testenv.Eventually(t, 120*time.Second, "all tasks SUCCESS", func() bool {
+		maxRunning = max(maxRunning, sys.count(t, "status = 'RUNNING'"))
 		return sys.count(t, "status = 'SUCCESS'") == n
 	})
-	rejected := testutil.ToFloat64(metrics.ExecutorRejections.WithLabelValues("ax.sleep")) - before
-	t.Logf("%d tasks over a pool of %d: %.0f re-queued because the pool was full", n, pool, rejected)
-	require.Positive(t, rejected)
-	require.Zero(t, sys.count(t, "status = 'FAILED' OR retry_count > 0"), "a full pool must not fail tasks or use their retries")
-	var requeues int
-	require.NoError(t, sys.db.QueryRow(`SELECT COUNT(*) FROM task_history WHERE reason LIKE 'pool full%'`).Scan(&requeues))
-	require.EqualValues(t, rejected, requeues, "every re-queue is in history")
+	lost := testutil.ToFloat64(metrics.ExecutorRejections.WithLabelValues("ax.sleep")) - before
+	t.Logf("%d tasks over a pool of %d on two executors: at most %d RUNNING, %.0f claims lost the room to the other executor",
+		n, pool, maxRunning, lost)
+	require.LessOrEqual(t, maxRunning, pool)
+	require.Zero(t, sys.count(t, "status = 'FAILED' OR retry_count > 0 OR attempt <> 1"), "a full pool must not fail tasks or use their retries")
+	var retrying int
+	require.NoError(t, sys.db.QueryRow(`SELECT COUNT(*) FROM task_history WHERE to_status = 'RETRYING'`).Scan(&retrying))
+	require.Zero(t, retrying, "no task turned back through RETRYING")
 }
 
 // A task due at once reaches its executor as a lean dispatch, which does

@@ -15,6 +15,12 @@
 // without polling. With one fetcher (strict lane order) every lane is
 // fetched on demand, lowest first, with doorbells on both.
 //
+// A task type with a cluster-wide concurrency limit is claimed by one
+// fetcher per executor, one task at a time and only while the type's
+// running set has room: until then the tasks wait in their lanes, in
+// order, so the next to start is always the best waiting one (a higher
+// lane's first, aging aside), and none is turned back.
+//
 // Claim: a task type with a cluster-wide concurrency limit first takes a
 // member of the type's running set in Redis (a Lua script that also evicts
 // expired members); then the lease (SET lock NX PX); then the MySQL transfer
@@ -76,12 +82,15 @@ const (
 	// AbandonGrace is how long a handler that ignores its context is waited
 	// for after its deadline before its slot is reclaimed.
 	AbandonGrace = time.Second
-	// limitWait is how long a claim waits for a slot under the type's
-	// cluster limit before handing the task back.
-	limitWait = 250 * time.Millisecond
-	// requeueDelay (plus up to as much again, at random) is how long a task
-	// handed back by a full pool waits before it is dispatched again.
-	requeueDelay = 250 * time.Millisecond
+	// roomPoll and roomPollMax pace the look of a limited type's fetcher
+	// at the type's running set while it is full (a slot freed on this
+	// node wakes it at once; one freed elsewhere is seen by the next look).
+	roomPoll    = 5 * time.Millisecond
+	roomPollMax = 100 * time.Millisecond
+	// limitHandBack is how long a message claimed outside the limited
+	// fetcher while the type is at its limit (only while the limit is
+	// being set) waits before JetStream delivers it again.
+	limitHandBack = 250 * time.Millisecond
 	// typeCacheTTL bounds how stale a type's settings (limit, policy) may be.
 	typeCacheTTL = 2 * time.Second
 )
@@ -180,6 +189,10 @@ type Executor struct {
 type pool struct {
 	spec  TypeSpec
 	slots chan struct{}
+	// room is signalled when a run of this type frees its member of the
+	// type's cluster-wide running set, so the fetcher waiting for room
+	// claims the next task at once.
+	room chan struct{}
 }
 
 // New builds an executor serving types.
@@ -214,11 +227,18 @@ func New(cfg Config, st *store.Store, rdb redis.UniversalClient, k keys.Keys, co
 		if ts.Concurrency <= 0 {
 			ts.Concurrency = ConcurrencyDefault
 		}
-		e.types[ts.Name] = &pool{spec: ts, slots: make(chan struct{}, ts.Concurrency)}
+		e.types[ts.Name] = &pool{spec: ts, slots: make(chan struct{}, ts.Concurrency), room: make(chan struct{}, 1)}
 	}
 	if len(e.types) == 0 {
 		return nil, errors.New("executor: serves no task types")
 	}
+	// Once holds a connection of its own pool while a side effect runs,
+	// at most one per running handler.
+	slots := 0
+	for _, p := range e.types {
+		slots += cap(p.slots)
+	}
+	st.SizeOncePool(slots)
 	return e, nil
 }
 
@@ -280,8 +300,8 @@ func (e *Executor) Run(ctx context.Context) error {
 			intake.Go(func() error { return err })
 			break
 		}
-		for range e.cfg.Fetchers {
-			intake.Go(func() error { return in.fetchLoop(ictx) })
+		for i := range e.cfg.Fetchers {
+			intake.Go(func() error { return in.fetchLoop(ictx, i) })
 		}
 		intake.Go(func() error { return in.tend(ictx) })
 		defer in.close()

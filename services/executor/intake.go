@@ -166,17 +166,25 @@ const (
 
 // fetchLoop takes pool slots (at least one, then whatever else is free),
 // then as many of the best waiting tasks, and claims them together, until
-// ctx ends. Messages it holds on exit are handed back at once.
-func (in *intake) fetchLoop(ctx context.Context) error {
+// ctx ends. Messages it holds on exit are handed back at once. While the
+// type has a cluster-wide limit, fetcher 0 claims its tasks one by one as
+// the limit makes room (takeLimited) and the others stand by.
+func (in *intake) fetchLoop(ctx context.Context, fetcher int) error {
 	queues := make([][]*head, len(in.srcs))
-	defer func() {
-		for _, q := range queues {
-			for _, h := range q {
-				_ = h.msg.Nak()
-			}
-		}
-	}()
+	defer handBack(queues)
 	for {
+		if in.e.settings(ctx, in.p).Concurrency > 0 {
+			if fetcher == 0 && in.takeLimited(ctx, queues) {
+				continue
+			}
+			// Tasks fetched before the limit was set go back to their
+			// lanes, for the limited fetcher.
+			handBack(queues)
+			if !sleepCtx(ctx, typeCacheTTL) {
+				return nil
+			}
+			continue
+		}
 		saturated := false
 		select {
 		case in.p.slots <- struct{}{}:
@@ -212,12 +220,17 @@ func (in *intake) fetchLoop(ctx context.Context) error {
 			}
 			gather.Stop()
 		}
-		hs := in.next(ctx, queues, want)
+		// A fetcher waiting here for work must not take it once the type
+		// has a limit: the limited fetcher claims it (takeLimited).
+		hs := in.next(ctx, queues, want, func() bool { return in.e.settings(ctx, in.p).Concurrency > 0 })
 		for range want - len(hs) {
 			<-in.p.slots
 		}
 		if len(hs) == 0 {
-			return nil
+			if ctx.Err() != nil {
+				return nil
+			}
+			continue
 		}
 		in.e.takeBatch(ctx, in.p, hs)
 	}
@@ -244,9 +257,12 @@ func (in *intake) waitSlot(ctx context.Context, queues [][]*head) bool {
 // next returns up to want tasks to run next, best first: repeatedly the
 // front of the highest lane, where a task overdue by k×AgingAfter counts k
 // lanes higher. It blocks while every lane is empty and returns nothing
-// when ctx ends.
-func (in *intake) next(ctx context.Context, queues [][]*head, want int) []*head {
+// when ctx ends, or when stop (if set) says so before a fetch.
+func (in *intake) next(ctx context.Context, queues [][]*head, want int, stop func() bool) []*head {
 	for {
+		if stop != nil && stop() {
+			return nil
+		}
 		select {
 		case <-in.bell: // drained before fetching; a later ring is new work
 		default:

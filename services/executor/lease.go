@@ -115,4 +115,34 @@ func (e *Executor) releaseLimit(r *run) {
 	if err := e.rdb.ZRem(ctx, r.limitKey, r.limitMember(), r.limitPlaceholder()).Err(); err != nil {
 		e.logger.Warn("release concurrency slot failed; it expires by itself", "task_id", r.task.ID, "err", err)
 	}
+	select {
+	case r.pool.room <- struct{}{}:
+	default:
+	}
+}
+
+// roomScript reports whether a type's running set has room for one more
+// member, after evicting expired ones; a set not marked built counts as
+// having room (the claim rebuilds it from MySQL first and then decides).
+// KEYS[1] = running set, KEYS[2] = its built mark; ARGV[1] = limit.
+var roomScript = redis.NewScript(`
+if redis.call('EXISTS', KEYS[2]) == 0 then
+  return 1
+end
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+if redis.call('ZCARD', KEYS[1]) < tonumber(ARGV[1]) then
+  return 1
+end
+return 0
+`)
+
+// hasRoom reports whether the type's running set has room under limit.
+func (e *Executor) hasRoom(ctx context.Context, taskType string, limit int) (bool, error) {
+	n, err := roomScript.Run(ctx, e.rdb, []string{e.keys.RunningSet(taskType), e.keys.RunningSetBuilt(taskType)}, limit).Int()
+	if err != nil {
+		return false, fmt.Errorf("room in the running set of %s: %w", taskType, err)
+	}
+	return n == 1, nil
 }

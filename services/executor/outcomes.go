@@ -51,15 +51,18 @@ func (e *Executor) writeOutcomes(in <-chan outcome) {
 	}
 }
 
+// outcomeTimeout bounds one try of an outcome transaction.
+const outcomeTimeout = 10 * time.Second
+
 func (e *Executor) writeBatch(batch []outcome) {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
 	chains := make([][]store.TransferParams, len(batch))
 	runs := make([]*run, len(batch))
 	for i, o := range batch {
 		chains[i], runs[i] = o.steps, o.r
 	}
-	out, err := e.store.TransferBatch(ctx, chains)
+	out, err := e.transferOutcomes(chains)
+	ctx, cancel := context.WithTimeout(context.Background(), outcomeTimeout)
+	defer cancel()
 	if err != nil {
 		// One chain's extra write may have sunk the batch: record each on
 		// its own so the others are not held hostage.
@@ -74,6 +77,28 @@ func (e *Executor) writeBatch(batch []outcome) {
 		}
 	}
 	e.releaseLocks(runs)
+}
+
+// transferOutcomes records chains in one transaction, trying again while
+// MySQL does not answer (frozen, restarting, failing over) for up to half
+// a LockTTL. The runs' leases, renewed until their handlers returned and
+// released only after this, keep the reaper off their tasks that long, so
+// an outage shorter than that runs no finished task a second time. A
+// statement MySQL refused is not tried again here.
+func (e *Executor) transferOutcomes(chains [][]store.TransferParams) ([]store.ChainResult, error) {
+	giveUp := time.Now().Add(e.cfg.LockTTL / 2)
+	wait := 100 * time.Millisecond
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), outcomeTimeout)
+		out, err := e.store.TransferBatch(ctx, chains)
+		cancel()
+		if err == nil || !store.IsUnreachable(err) || time.Now().Add(wait).After(giveUp) {
+			return out, err
+		}
+		e.logger.Warn("recording outcomes: MySQL does not answer; trying again", "outcomes", len(chains), "retry_in", wait, "err", err)
+		time.Sleep(wait)
+		wait = min(2*wait, 2*time.Second)
+	}
 }
 
 // releaseLocks deletes the leases of runs that still hold this attempt's

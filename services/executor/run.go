@@ -11,7 +11,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/cenkalti/backoff/v4"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/axsched/ax/contracts"
@@ -38,25 +37,30 @@ type run struct {
 	leaseOut   atomic.Bool
 }
 
-// take claims the task of h and starts it; it always releases the slot it
-// was given unless the task started, and always settles the message.
-func (e *Executor) take(ctx context.Context, p *pool, h *head) {
+// take claims the task of h and starts it; it releases the slot it was
+// given unless the task started, and settles the message, except when
+// the type is at its cluster-wide limit (full): then the caller keeps
+// both, so the task keeps its place.
+func (e *Executor) take(ctx context.Context, p *pool, h *head) (full bool) {
 	r, err := e.claim(ctx, p, h)
 	switch {
+	case errors.Is(err, errPoolFull):
+		return true
 	case err != nil:
 		<-p.slots
 		e.retryLater(ctx, h, err)
-		return
+		return false
 	case r == nil:
 		<-p.slots
 		_ = h.msg.Ack()
-		return
+		return false
 	}
 	// The claim is committed: MySQL owns the task now, and a lost ack only
 	// causes a redelivery whose claim conflicts.
 	_ = h.msg.Ack()
 	e.wg.Add(1)
 	go e.execute(p, r)
+	return false
 }
 
 // retryLater hands back a message whose claim failed for a reason other
@@ -173,8 +177,14 @@ func (e *Executor) claimParams(d *events.TaskDispatched) store.TransferParams {
 func (e *Executor) takeBatch(ctx context.Context, p *pool, hs []*head) {
 	settings := e.settings(ctx, p)
 	if settings.Concurrency > 0 {
+		// The limit was set after this batch was fetched (the limited
+		// fetcher claims such types one by one): claim one at a time, and
+		// hand back what finds the type full.
 		for _, h := range hs {
-			e.take(ctx, p, h)
+			if e.take(ctx, p, h) {
+				<-p.slots
+				_ = h.msg.NakWithDelay(limitHandBack)
+			}
 		}
 		return
 	}
@@ -288,7 +298,8 @@ func subset(runs []*run, idx []int) []*run {
 }
 
 // claim takes the cluster slot (if limited), the lease and the RUNNING
-// transfer; a nil run means another claimant won and the message is done.
+// transfer; a nil run means another claimant won and the message is done,
+// errPoolFull that the type is at its limit and nothing was taken.
 func (e *Executor) claim(ctx context.Context, p *pool, h *head) (*run, error) {
 	d := &h.task
 	settings := e.settings(ctx, p)
@@ -301,7 +312,8 @@ func (e *Executor) claim(ctx context.Context, p *pool, h *head) (*run, error) {
 			return nil, err
 		}
 		if !ok {
-			return nil, e.requeue(ctx, d, settings.Concurrency)
+			metrics.ExecutorRejections.WithLabelValues(d.Type).Inc()
+			return nil, errPoolFull
 		}
 	}
 	ok, err := e.rdb.SetNX(ctx, r.lockKey, r.lockVal, r.lockTTL).Result()
@@ -340,64 +352,32 @@ func (e *Executor) claim(ctx context.Context, p *pool, h *head) (*run, error) {
 	return r, nil
 }
 
-// errPoolFull is a try that found the type's cluster-wide running set full.
+// errPoolFull is a claim that found the type's cluster-wide running set
+// full.
 var errPoolFull = errors.New("concurrency pool full")
 
-// acquireLimit tries for a short while to take a member of the type's
-// cluster-wide running set: again after 10 ms, doubling to 100 ms, for at
-// most limitWait.
+// acquireLimit tries once to take a member of the type's cluster-wide
+// running set, after rebuilding the set from MySQL if Redis lost it. It
+// does not wait: the limited fetcher waits for room before it picks a task
+// (waitRoom), so that what starts next is the best task waiting then.
 func (e *Executor) acquireLimit(ctx context.Context, r *run, limit int) (bool, error) {
-	member := r.limitMember()
-	b := backoff.WithContext(backoff.NewExponentialBackOff(
-		backoff.WithInitialInterval(10*time.Millisecond), backoff.WithMaxInterval(100*time.Millisecond),
-		backoff.WithRandomizationFactor(0), backoff.WithMaxElapsedTime(limitWait)), ctx)
-	err := backoff.Retry(func() error {
+	for range 2 {
 		ok, err := acquireLimitScript.Run(ctx, e.rdb, []string{r.limitKey, e.keys.RunningSetBuilt(r.task.Type)},
-			member, limit, r.lockTTL.Milliseconds()).Int()
+			r.limitMember(), limit, r.lockTTL.Milliseconds()).Int()
 		switch {
 		case err != nil:
-			return backoff.Permanent(fmt.Errorf("concurrency slot for %s: %w", r.task.Type, err))
+			return false, fmt.Errorf("concurrency slot for %s: %w", r.task.Type, err)
 		case ok == -1:
 			// Redis lost the set: rebuild it from MySQL's RUNNING rows,
 			// then try again.
 			if err := e.rebuildLimit(ctx, r); err != nil {
-				return backoff.Permanent(err)
+				return false, err
 			}
-			return errPoolFull
-		case ok != 1:
-			return errPoolFull
+			continue
 		}
-		return nil
-	}, b)
-	switch {
-	case errors.Is(err, errPoolFull):
-		return false, nil
-	case err != nil:
-		return false, err
+		return ok == 1, nil
 	}
-	return true, nil
-}
-
-// requeue hands a task back when its type's pool is full: READY ->
-// RETRYING due shortly, without consuming a retry, so the load is levelled
-// rather than refused and nothing is dropped or failed.
-func (e *Executor) requeue(ctx context.Context, d *events.TaskDispatched, limit int) error {
-	delay := requeueDelay + time.Duration(rand.Int64N(int64(requeueDelay)))
-	due := e.clock.Now().Add(delay).UnixMilli()
-	attempt := d.Attempt
-	_, err := e.store.Transfer(ctx, store.TransferParams{
-		TaskID: d.TaskID, From: contracts.StatusReady, To: contracts.StatusRetrying, Attempt: &attempt,
-		NextRunTimeMs: &due,
-		Reason: fmt.Sprintf("pool full: %s is at its cluster limit of %d running; re-queued for %s without using a retry",
-			d.Type, limit, delay.Round(time.Millisecond)),
-	})
-	if errors.Is(err, store.ErrConflict) {
-		return nil
-	}
-	if err == nil {
-		metrics.ExecutorRejections.WithLabelValues(d.Type).Inc()
-	}
-	return err
+	return false, nil
 }
 
 // limitMember names this claim in the type's running set. It is unique per

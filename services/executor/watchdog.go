@@ -26,7 +26,12 @@ func (e *Executor) watchdog(ctx context.Context) {
 			return
 		case <-t.C:
 		}
-		e.renew(ctx)
+		// One pass fits in a period, whatever hangs: a MySQL that stopped
+		// answering fails this pass's heartbeat rather than holding up the
+		// next pass's lease renewals in Redis.
+		pctx, cancel := context.WithTimeout(ctx, e.cfg.RenewInterval)
+		e.renew(pctx)
+		cancel()
 	}
 }
 

@@ -122,23 +122,18 @@ func (r *Reaper) Run(ctx context.Context) error {
 	defer t.Stop()
 	for {
 		started := time.Now()
-		if _, err := r.RecoverDeadNodes(ctx); err != nil && ctx.Err() == nil {
-			r.logger.Warn("dead-node pass failed", "err", err)
-		}
-		if _, err := r.MoveStrandedWork(ctx); err != nil && ctx.Err() == nil {
-			r.logger.Warn("stranded-work pass failed", "err", err)
-		}
-		if _, _, err := r.RepairOrphans(ctx); err != nil && ctx.Err() == nil {
-			r.logger.Warn("orphan sweep failed", "err", err)
-		}
-		if _, err := r.RunOnce(ctx); err != nil && ctx.Err() == nil {
-			r.logger.Warn("reaper pass failed", "err", err)
-		}
+		r.step(ctx, "dead-node pass", stepTimeout, func(ctx context.Context) error { _, err := r.RecoverDeadNodes(ctx); return err })
+		r.step(ctx, "stranded-work pass", stepTimeout, func(ctx context.Context) error { _, err := r.MoveStrandedWork(ctx); return err })
+		r.step(ctx, "orphan sweep", stepTimeout, func(ctx context.Context) error { _, _, err := r.RepairOrphans(ctx); return err })
+		r.step(ctx, "reaper pass", stepTimeout, func(ctx context.Context) error { _, err := r.RunOnce(ctx); return err })
 		if r.cfg.IdempotencyRetention > 0 && time.Since(r.lastPrune) >= pruneEvery {
 			r.lastPrune = time.Now()
-			if _, err := r.PruneIdempotencyKeys(ctx); err != nil && ctx.Err() == nil {
-				r.logger.Warn("prune idempotency keys failed", "err", err)
-			}
+			// Batch after batch until none is left: a large backlog may
+			// take longer than one step, and goes on a minute later.
+			r.step(ctx, "prune idempotency keys", pruneEvery/2, func(ctx context.Context) error {
+				_, err := r.PruneIdempotencyKeys(ctx)
+				return err
+			})
 		}
 		t.Reset(r.untilNextPass(started))
 		select {
@@ -146,6 +141,21 @@ func (r *Reaper) Run(ctx context.Context) error {
 			return nil
 		case <-t.C:
 		}
+	}
+}
+
+// stepTimeout bounds one step of a pass (and each retention batch). A
+// MySQL or Redis that stopped answering fails the step rather than
+// holding the loop, and every step behind it, until the driver's read
+// timeout; the next pass tries again.
+const stepTimeout = 10 * time.Second
+
+// step runs one step of a pass under timeout and logs its failure.
+func (r *Reaper) step(ctx context.Context, name string, timeout time.Duration, fn func(ctx context.Context) error) {
+	sctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	if err := fn(sctx); err != nil && ctx.Err() == nil {
+		r.logger.Warn(name+" failed", "err", err)
 	}
 }
 

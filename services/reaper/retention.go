@@ -187,7 +187,9 @@ func (r *Reaper) PruneFinished(ctx context.Context) (RetentionPass, error) {
 		// the TTL.
 		_ = lease.Release.Run(context.WithoutCancel(ctx), r.rdb, []string{key}, c.Holder).Err()
 	}()
-	now, err := r.store.DBNow(ctx)
+	nctx, cancel := context.WithTimeout(ctx, stepTimeout)
+	now, err := r.store.DBNow(nctx)
+	cancel()
 	if err != nil {
 		return pass, err
 	}
@@ -227,7 +229,9 @@ func (r *Reaper) pruneStates(ctx context.Context, c RetentionConfig, now time.Ti
 				}
 			}
 			started := time.Now()
-			n, err := r.store.PruneFinished(ctx, store.PruneFinishedParams{Status: s, EndedBefore: now.Add(-keep), Limit: c.Batch, DueFrom: from})
+			bctx, cancel := context.WithTimeout(ctx, stepTimeout)
+			n, err := r.store.PruneFinished(bctx, store.PruneFinishedParams{Status: s, EndedBefore: now.Add(-keep), Limit: c.Batch, DueFrom: from})
+			cancel()
 			batches, took, from = batches+1, time.Since(started), n.LastDue
 			pass.Pruned[s] += n.Tasks
 			pass.History += n.History

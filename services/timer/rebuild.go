@@ -30,7 +30,9 @@ func (t *Timer) ensureIndex(ctx context.Context) (bool, error) {
 	var after *store.DueRef
 	total := 0
 	for {
-		page, err := t.store.ReadyPage(ctx, after, rebuildPage)
+		pctx, cancel := context.WithTimeout(ctx, statementTimeout)
+		page, err := t.store.ReadyPage(pctx, after, rebuildPage)
+		cancel()
 		if err != nil {
 			// Let the next pass retry the rebuild from scratch.
 			t.rdb.Del(context.WithoutCancel(ctx), t.keys.Generation())
@@ -89,7 +91,9 @@ func (t *Timer) Reconcile(ctx context.Context) (int, error) {
 	total := 0
 	var after *store.DueRef
 	for range reconcilePages {
-		page, err := t.store.StaleReady(ctx, horizon, t.cfg.ReconcileGrace, after, t.cfg.Batch)
+		pctx, cancel := context.WithTimeout(ctx, statementTimeout)
+		page, err := t.store.StaleReady(pctx, horizon, t.cfg.ReconcileGrace, after, t.cfg.Batch)
+		cancel()
 		if err != nil {
 			return total, err
 		}

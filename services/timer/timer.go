@@ -165,6 +165,12 @@ func (t *Timer) Run(ctx context.Context) error {
 // indexes.
 const indexBatch = 512
 
+// statementTimeout bounds each MySQL statement of the timer's loops (a
+// page of a rebuild or a reconcile, the end of a batch of backoffs): a
+// MySQL that stopped answering fails the pass, which is tried again,
+// instead of holding it until the driver's read timeout.
+const statementTimeout = 10 * time.Second
+
 // Ready is closed once the timer consumes READY and RETRYING events and
 // type changes.
 func (t *Timer) Ready() <-chan struct{} { return t.ready.Ready() }
@@ -225,7 +231,9 @@ func (t *Timer) ReindexType(ctx context.Context, taskType string) (int, error) {
 	var after *store.DueRef
 	total := 0
 	for {
-		page, err := t.store.ReadyOfType(ctx, taskType, after, rebuildPage)
+		pctx, cancel := context.WithTimeout(ctx, statementTimeout)
+		page, err := t.store.ReadyOfType(pctx, taskType, after, rebuildPage)
+		cancel()
 		if err != nil {
 			return total, err
 		}
@@ -246,16 +254,26 @@ func (t *Timer) Index(ctx context.Context, refs []store.DueRef) error {
 	if len(refs) == 0 {
 		return nil
 	}
-	pipe := t.rdb.Pipeline()
+	// One ZADD per lane, highest lane first: a pop that runs between the
+	// pipeline's commands (a page of due tasks being re-indexed on resume)
+	// sees whole lanes, higher ones first, and never dispatches a lower
+	// lane's task ahead of a higher one indexed in the same call.
+	lanes := make([][]redis.Z, len(contracts.Priorities))
 	earliest := int64(-1)
 	for _, r := range refs {
-		prio := r.Priority
-		if prio.Rank() < 0 {
-			prio = contracts.PriorityNormal
+		rank := r.Priority.Rank()
+		if rank < 0 {
+			rank = contracts.PriorityNormal.Rank()
 		}
-		pipe.ZAdd(ctx, t.keys.Lane(prio), redis.Z{Score: float64(r.NextRunTimeMs), Member: member(r)})
+		lanes[rank] = append(lanes[rank], redis.Z{Score: float64(r.NextRunTimeMs), Member: member(r)})
 		if earliest < 0 || r.NextRunTimeMs < earliest {
 			earliest = r.NextRunTimeMs
+		}
+	}
+	pipe := t.rdb.Pipeline()
+	for rank, zs := range lanes {
+		if len(zs) > 0 {
+			pipe.ZAdd(ctx, t.keys.Lane(contracts.Priorities[rank]), zs...)
 		}
 	}
 	if _, err := pipe.Exec(ctx); err != nil {
@@ -412,7 +430,12 @@ func (t *Timer) endBackoffs(ctx context.Context, direct, retrying []dispatch.Tas
 			Attempt: &attempt, DueByMs: &dueBy, Route: events.RouteDispatched, Reason: "backoff elapsed",
 		}}
 	}
-	out, err := t.store.TransferBatch(ctx, chains)
+	// Bounded, so a MySQL that stopped answering sends these tasks to the
+	// dispatcher rather than stopping the pops until the driver's read
+	// timeout.
+	bctx, cancel := context.WithTimeout(ctx, statementTimeout)
+	out, err := t.store.TransferBatch(bctx, chains)
+	cancel()
 	if err != nil {
 		t.logger.Warn("ending backoffs failed; handing the tasks to the dispatcher", "tasks", len(retrying), "err", err)
 		msgs := make([]bus.Msg, 0, len(retrying))

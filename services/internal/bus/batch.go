@@ -66,7 +66,14 @@ func ConsumeBatches(ctx context.Context, js jetstream.JetStream, spec ConsumerSp
 						break more
 					}
 				}
-				if err := handle(gctx, batch); err != nil {
+				// Past its ack wait the batch is redelivered anyway: a
+				// handler stuck on a server that stopped answering gives up
+				// then, and hands it back, instead of waiting for the
+				// driver's read timeout.
+				hctx, cancel := context.WithTimeout(gctx, spec.AckWait)
+				err := handle(hctx, batch)
+				cancel()
+				if err != nil {
 					if gctx.Err() == nil {
 						logger.Warn("batch failed; redelivering", "consumer", spec.Name, "messages", len(batch), "err", err)
 					}

@@ -90,10 +90,11 @@ var (
 	ExecutorClaimsLost = promauto.NewCounterVec(prometheus.CounterOpts{
 		Name: "ax_executor_claims_lost_total", Help: "Claims given up because the lock or the attempt was taken.",
 	}, []string{"type"})
-	// ExecutorRejections counts tasks handed back because their type's pool
-	// was full (re-queued as RETRYING without using a retry).
+	// ExecutorRejections counts claims that found their type's cluster-wide
+	// pool full after all (another executor took the room first); the task
+	// stays in its lane, unclaimed.
 	ExecutorRejections = promauto.NewCounterVec(prometheus.CounterOpts{
-		Name: "ax_executor_rejections_total", Help: "Tasks re-queued because their type's pool was full.",
+		Name: "ax_executor_rejections_total", Help: "Claims that found their type's cluster-wide pool full; the task stays in its lane.",
 	}, []string{"type"})
 	// ExecutorActive is the number of handlers running now.
 	ExecutorActive = promauto.NewGaugeVec(prometheus.GaugeOpts{

@@ -65,6 +65,9 @@ const (
 	// further failure up to failedPassWaitMax.
 	failedPassWait    = 100 * time.Millisecond
 	failedPassWaitMax = 5 * time.Second
+	// passTimeout bounds one pass: its lease statement, one batch read and
+	// the publish of that batch (itself bounded to 10 s).
+	passTimeout = 30 * time.Second
 )
 
 // Config tunes the relay.
@@ -229,7 +232,12 @@ func (r *Relay) passUntilDone(ctx context.Context, outbox bool) (n int, held boo
 	_ = backoff.RetryNotify(func() error {
 		for {
 			var err error
-			n, held, err = r.pass(ctx, outbox)
+			// Bounded, so a MySQL that stopped answering fails the pass
+			// (and it is tried again) rather than holding it until the
+			// driver's read timeout.
+			pctx, cancel := context.WithTimeout(ctx, passTimeout)
+			n, held, err = r.pass(pctx, outbox)
+			cancel()
 			if err == nil || ctx.Err() != nil || !store.IsDeadlock(err) {
 				return err
 			}

@@ -1,8 +1,13 @@
 package store
 
 import (
+	"context"
+	"database/sql/driver"
 	"errors"
 	"fmt"
+	"net"
+
+	"github.com/go-sql-driver/mysql"
 
 	"github.com/axsched/ax/contracts"
 )
@@ -66,3 +71,17 @@ func (e *IllegalTransitionError) Error() string {
 
 // Is makes errors.Is(err, ErrIllegalTransition) true.
 func (e *IllegalTransitionError) Is(target error) bool { return target == ErrIllegalTransition }
+
+// IsUnreachable reports whether err says MySQL did not answer in time or
+// the connection broke (a frozen or restarting server, a partition), as
+// opposed to MySQL refusing the statement: the same statement may succeed
+// when tried again later.
+func IsUnreachable(err error) bool {
+	var me *mysql.MySQLError
+	if err == nil || errors.As(err, &me) {
+		return false
+	}
+	var ne net.Error
+	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, driver.ErrBadConn) ||
+		errors.Is(err, mysql.ErrInvalidConn) || errors.As(err, &ne)
+}

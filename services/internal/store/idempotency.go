@@ -82,8 +82,9 @@ func (p OnceParams) validate() error {
 // toward its target as well, for instance by passing the same key to a
 // target that deduplicates on it.
 //
-// Each call holds one pooled connection, and waiters hold one each, while fn
-// runs; a waiter gives up after innodb_lock_wait_timeout with an error.
+// Each call holds one connection of Once's own pool (SizeOncePool), and
+// waiters hold one each, while fn runs; a waiter gives up after
+// innodb_lock_wait_timeout with an error.
 func (s *Store) Once(ctx context.Context, p OnceParams, fn func(ctx context.Context) error) (ran bool, err error) {
 	if err := p.validate(); err != nil {
 		return false, err
@@ -114,12 +115,13 @@ func (s *Store) Once(ctx context.Context, p OnceParams, fn func(ctx context.Cont
 }
 
 func (s *Store) once(ctx context.Context, p OnceParams, fn func(ctx context.Context) error) (ran bool, err error) {
-	// The transaction is deliberately not bound to ctx: database/sql rolls
-	// a transaction back the moment its context ends, which would release
-	// the key while fn may still be running and let a duplicate start the
-	// effect alongside it. It ends when fn returns instead, and an effect
-	// that completed is committed even if ctx ended meanwhile.
-	tx, err := s.db.BeginTx(context.WithoutCancel(ctx), nil)
+	// The transaction is deliberately not bound to ctx (beginDetached):
+	// database/sql rolls a transaction back the moment its context ends,
+	// which would release the key while fn may still be running and let a
+	// duplicate start the effect alongside it. It ends when fn returns
+	// instead, and an effect that completed is committed even if ctx ended
+	// meanwhile.
+	tx, err := beginDetached(ctx, s.onceDB, nil)
 	if err != nil {
 		return false, fmt.Errorf("once %s/%q: begin: %w", p.Scope, p.Key, err)
 	}

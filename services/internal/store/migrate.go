@@ -33,6 +33,11 @@ func newMigrator(ctx context.Context, dsn string) (*migrate.Migrate, func(), err
 	}
 	cfg.MultiStatements = true
 	cfg.InterpolateParams = false
+	// A migration may rebuild a large table for many minutes without a
+	// packet: only the operator's own I/O timeouts apply to it, not the
+	// defaults ParseDSN adds for the services' short statements.
+	raw, _ := mysql.ParseDSN(dsn) // ParseDSN above already accepted it
+	cfg.ReadTimeout, cfg.WriteTimeout = raw.ReadTimeout, raw.WriteTimeout
 	db, err := sql.Open("mysql", cfg.FormatDSN())
 	if err != nil {
 		return nil, nil, fmt.Errorf("open mysql for migrations: %w", err)

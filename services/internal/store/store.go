@@ -20,9 +20,13 @@ import (
 
 // Store wraps the MySQL connection pool. It is safe for concurrent use.
 type Store struct {
-	db   *sql.DB
-	now  func() time.Time
-	wake chan struct{}
+	db *sql.DB
+	// onceDB is the pool Once holds connections of while side effects
+	// run (SizeOncePool), so that handlers' effects never wait for, or
+	// keep, the connections ax's own statements need.
+	onceDB *sql.DB
+	now    func() time.Time
+	wake   chan struct{}
 	// outboxWritten is set by commits that wrote outbox rows (not history),
 	// so the relay looks at the outbox only when there is something in it.
 	outboxWritten *atomic.Bool
@@ -36,7 +40,8 @@ type Options struct {
 	Actor string
 	// Now is the clock used for history timestamps; defaults to time.Now.
 	Now func() time.Time
-	// MaxOpenConns bounds the pool; defaults to 32.
+	// MaxOpenConns bounds the pool of ax's own statements; defaults to
+	// 32. Once has a pool of its own (SizeOncePool).
 	MaxOpenConns int
 }
 
@@ -75,11 +80,52 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	return &Store{db: db, now: opts.Now, wake: make(chan struct{}, 1), outboxWritten: new(atomic.Bool), actor: opts.Actor}, nil
+	// Opened lazily: a process whose handlers never call Once never
+	// connects it.
+	onceDB := sql.OpenDB(connector)
+	onceDB.SetConnMaxLifetime(30 * time.Minute)
+	onceDB.SetConnMaxIdleTime(time.Minute)
+	s := &Store{db: db, onceDB: onceDB, now: opts.Now, wake: make(chan struct{}, 1), outboxWritten: new(atomic.Bool), actor: opts.Actor}
+	// As large as the main pool until an executor sizes it to its slots.
+	s.SizeOncePool(opts.MaxOpenConns)
+	return s, nil
 }
 
+// SizeOncePool bounds the connections Once may hold at a time. Each call
+// holds one, with its transaction open, for as long as its side effect
+// runs (Once explains why), and a handler runs its effects one after the
+// other, so an executor sizes the pool to its handler slots (the sum of
+// its types' concurrency): then no effect waits for a connection another
+// handler's effect holds, and none takes a connection from the claims,
+// heartbeats and outcomes on the main pool.
+func (s *Store) SizeOncePool(n int) {
+	n = max(n, 1)
+	s.onceDB.SetMaxOpenConns(n)
+	s.onceDB.SetMaxIdleConns(n)
+}
+
+// Network timeouts ParseDSN gives a DSN that sets none (the driver's own
+// default is to wait forever). They are a backstop under the context
+// deadlines of ax's background loops: a statement on a connection to a
+// server that froze (SIGSTOP, a hung disk, a partition that drops packets
+// rather than refusing them) fails after ReadTimeoutDefault instead of
+// holding its goroutine, and the connection, for good.
+const (
+	// DialTimeoutDefault bounds connecting (the DSN's timeout).
+	DialTimeoutDefault = 10 * time.Second
+	// ReadTimeoutDefault bounds waiting for one reply packet
+	// (readTimeout). It is longer than InnoDB's default lock wait (50 s),
+	// so a statement waiting for a row lock fails with MySQL's own lock
+	// wait error rather than a broken connection.
+	ReadTimeoutDefault = 60 * time.Second
+	// WriteTimeoutDefault bounds sending one packet (writeTimeout).
+	WriteTimeoutDefault = 30 * time.Second
+)
+
 // ParseDSN parses a go-sql-driver DSN and forces the session settings ax's
-// SQL assumes, whatever the operator passed.
+// SQL assumes, whatever the operator passed. The network timeouts the
+// operator left out get their defaults (DialTimeoutDefault and the
+// others); the ones given are kept.
 func ParseDSN(dsn string) (*mysql.Config, error) {
 	cfg, err := mysql.ParseDSN(dsn)
 	if err != nil {
@@ -88,6 +134,15 @@ func ParseDSN(dsn string) (*mysql.Config, error) {
 	if cfg.DBName == "" {
 		// Not the DSN itself: it may hold a password.
 		return nil, fmt.Errorf("mysql dsn for %s@%s names no database", cfg.User, cfg.Addr)
+	}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = DialTimeoutDefault
+	}
+	if cfg.ReadTimeout <= 0 {
+		cfg.ReadTimeout = ReadTimeoutDefault
+	}
+	if cfg.WriteTimeout <= 0 {
+		cfg.WriteTimeout = WriteTimeoutDefault
 	}
 	cfg.ParseTime = true
 	cfg.Loc = time.UTC
@@ -117,8 +172,8 @@ func (s *Store) WithActor(actor string) *Store {
 // DB exposes the pool for health checks and tests.
 func (s *Store) DB() *sql.DB { return s.db }
 
-// Close closes the pool.
-func (s *Store) Close() error { return s.db.Close() }
+// Close closes the pools.
+func (s *Store) Close() error { return errors.Join(s.db.Close(), s.onceDB.Close()) }
 
 // Ping reports whether MySQL answers.
 func (s *Store) Ping(ctx context.Context) error { return s.db.PingContext(ctx) }
