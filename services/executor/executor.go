@@ -59,6 +59,7 @@ import (
 	"github.com/axsched/ax/services/internal/clock"
 	"github.com/axsched/ax/services/internal/keys"
 	"github.com/axsched/ax/services/internal/membership"
+	"github.com/axsched/ax/services/internal/metrics"
 	"github.com/axsched/ax/services/internal/ready"
 	"github.com/axsched/ax/services/internal/store"
 )
@@ -215,6 +216,7 @@ func New(cfg Config, st *store.Store, rdb redis.UniversalClient, k keys.Keys, co
 			ts.Concurrency = ConcurrencyDefault
 		}
 		e.types[ts.Name] = &pool{spec: ts, slots: make(chan struct{}, ts.Concurrency)}
+		metrics.InitType(ts.Name)
 	}
 	if len(e.types) == 0 {
 		return nil, errors.New("executor: serves no task types")
