@@ -1,4 +1,3 @@
-// Package prometheus holds ax's Prometheus alert rules and their tests.
 package prometheus
 
 import (
@@ -10,23 +9,9 @@ import (
 	"testing"
 )
 
-// promtool finds promtool (Debian's prometheus package; `make tools`
-// installs it). In CI its absence is a failure, elsewhere a skip.
-func promtool(t *testing.T) string {
-	t.Helper()
-	path, err := exec.LookPath("promtool")
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("promtool is missing: run `make tools`")
-		}
-		t.Skip("promtool is missing: run `make tools`")
-	}
-	return path
-}
-
 // The rules load, and their unit tests (alerts_test.yml) pass.
 func TestAlertRules(t *testing.T) {
-	bin := promtool(t)
+	bin := Promtool(t)
 	for _, args := range [][]string{{"check", "rules", "alerts.yml"}, {"test", "rules", "alerts_test.yml"}} {
 		out, err := exec.Command(bin, args...).CombinedOutput()
 		if err != nil {
