@@ -286,6 +286,7 @@ func (e *Executor) Run(ctx context.Context) error {
 			intake.Go(func() error { return in.fetchLoop(ictx) })
 		}
 		intake.Go(func() error { return in.tend(ictx) })
+		intake.Go(func() error { return in.watchQueue(ictx) })
 		defer in.close()
 		intakes = append(intakes, in)
 	}

@@ -141,15 +141,10 @@ const feedCloseWait = 5 * time.Second
 func (in *intake) tend(ctx context.Context) error {
 	t := time.NewTicker(keepAliveAge / 2)
 	defer t.Stop()
-	sample := time.NewTicker(in.e.cfg.HeartbeatInterval)
-	defer sample.Stop()
-	in.sampleQueue(ctx)
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-sample.C:
-			in.sampleQueue(ctx)
 		case now := <-t.C:
 			for _, src := range in.srcs {
 				if src.feed != nil {
@@ -157,6 +152,22 @@ func (in *intake) tend(ctx context.Context) error {
 					in.revive(ctx, src)
 				}
 			}
+		}
+	}
+}
+
+// watchQueue samples the type's queue length every heartbeat until ctx
+// ends. It is a loop of its own, not part of tend: a slow JetStream answer
+// must not hold back the keep-alives of the messages the feeds hold.
+func (in *intake) watchQueue(ctx context.Context) error {
+	t := time.NewTicker(in.e.cfg.HeartbeatInterval)
+	defer t.Stop()
+	for {
+		in.sampleQueue(ctx)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
 		}
 	}
 }
