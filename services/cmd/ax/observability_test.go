@@ -277,7 +277,10 @@ func TestMetricsFollowTheWork(t *testing.T) {
 		return after.sum("ax_relay_lag_seconds_count") > before.sum("ax_relay_lag_seconds_count") &&
 			after.sum("ax_timer_loop_delay_seconds_count") > before.sum("ax_timer_loop_delay_seconds_count") &&
 			after.sum("ax_transfers_total", "to", "SUCCESS")-before.sum("ax_transfers_total", "to", "SUCCESS") >= 6 &&
-			after.sum("ax_transfers_total", "to", "FAILED")-before.sum("ax_transfers_total", "to", "FAILED") >= 1
+			after.sum("ax_transfers_total", "to", "FAILED")-before.sum("ax_transfers_total", "to", "FAILED") >= 1 &&
+			// The reaper reads the registry once a second: its first pass
+			// may have come before the executor's first heartbeat.
+			after.sum("ax_cluster_executors", "state", "alive") == 1
 	})
 	moved := func(name string, labels ...string) float64 {
 		return after.sum(name, labels...) - before.sum(name, labels...)
