@@ -166,6 +166,8 @@ func (in *intake) watchQueue(ctx context.Context) error {
 		in.sampleQueue(ctx)
 		select {
 		case <-ctx.Done():
+			// Intake stopped: what waited for this node is handed back.
+			metrics.ExecutorQueueLength.WithLabelValues(in.p.spec.Name).Set(0)
 			return nil
 		case <-t.C:
 		}

@@ -22,11 +22,8 @@ func TestQueueLengthCountsWorkWaitingForTheNode(t *testing.T) {
 	st, _ := testenv.Store(t)
 	rdb, k := testenv.Redis(t)
 	conn := testenv.NATS(t)
-	const (
-		typ  = "test.queue"
-		node = "queue-node"
-		n    = 10
-	)
+	const n = 10
+	typ, node := "test.queue"+testenv.Suffix(), "queue-node"
 	block := executor.HandlerFunc(func(ctx context.Context, _ *executor.Task) error {
 		<-ctx.Done()
 		return ctx.Err()
@@ -38,7 +35,13 @@ func TestQueueLengthCountsWorkWaitingForTheNode(t *testing.T) {
 	queue := metrics.ExecutorQueueLength.WithLabelValues(typ)
 	require.Zero(t, testutil.ToFloat64(queue), "the type's series exists at zero from the start")
 	stop, done := run(t, e)
-	defer func() { stop(); <-done }()
+	stopped := false
+	defer func() {
+		if !stopped {
+			stop()
+			<-done
+		}
+	}()
 
 	var msgs []bus.Msg
 	for id := int64(1); id <= n; id++ {
@@ -49,4 +52,9 @@ func TestQueueLengthCountsWorkWaitingForTheNode(t *testing.T) {
 		return testutil.ToFloat64(queue) == n-1 &&
 			testutil.ToFloat64(metrics.ExecutorActive.WithLabelValues(typ)) == 1
 	})
+
+	stop()
+	require.NoError(t, <-done)
+	stopped = true
+	require.Zero(t, testutil.ToFloat64(queue), "a stopped executor has handed its queue back")
 }

@@ -29,5 +29,9 @@ func TestRelayLagIsMeasuredFromTheRowsWriteTime(t *testing.T) {
 	require.Equal(t, 10, n)
 	count2, sum2 := metrics.Observed(metrics.RelayLag)
 	require.EqualValues(t, 10, count2-count, "one observation per published event")
-	require.InDelta(t, 3.0, (sum2-sum)/10, 0.5, "each event 3 s after its row")
+	// At least the 3 s the rows were backdated; the rest is this test's
+	// own time between writing and relaying, short even on a busy machine.
+	lag := (sum2 - sum) / 10
+	require.GreaterOrEqual(t, lag, 2.95, "each event at least 3 s after its row")
+	require.Less(t, lag, 6.0, "each event about 3 s after its row")
 }
