@@ -435,6 +435,9 @@ func buildServices(ctx context.Context, cfg Config, services []Service, d *deps,
 				// The executors of one system renew alike.
 				rcfg.RenewInterval = cfg.Executor.RenewInterval
 			}
+			if rcfg.Shards == 0 {
+				rcfg.Shards = cfg.Shards
+			}
 			rcfg.Retention.Holder = outbox.HolderName(cfg.Node)
 			rp := reaper.New(rcfg, d.st.WithActor("reaper@"+cfg.Node), d.rdb, d.keys, d.clk, logger).WithWork(d.conn.JS)
 			runners = append(runners, rp.Run, rp.RunRetention)

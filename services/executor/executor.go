@@ -65,6 +65,7 @@ import (
 	"github.com/axsched/ax/services/internal/clock"
 	"github.com/axsched/ax/services/internal/keys"
 	"github.com/axsched/ax/services/internal/membership"
+	"github.com/axsched/ax/services/internal/metrics"
 	"github.com/axsched/ax/services/internal/ready"
 	"github.com/axsched/ax/services/internal/store"
 )
@@ -228,6 +229,7 @@ func New(cfg Config, st *store.Store, rdb redis.UniversalClient, k keys.Keys, co
 			ts.Concurrency = ConcurrencyDefault
 		}
 		e.types[ts.Name] = &pool{spec: ts, slots: make(chan struct{}, ts.Concurrency), room: make(chan struct{}, 1)}
+		metrics.InitType(ts.Name)
 	}
 	if len(e.types) == 0 {
 		return nil, errors.New("executor: serves no task types")
@@ -304,6 +306,7 @@ func (e *Executor) Run(ctx context.Context) error {
 			intake.Go(func() error { return in.fetchLoop(ictx, i) })
 		}
 		intake.Go(func() error { return in.tend(ictx) })
+		intake.Go(func() error { return in.watchQueue(ictx) })
 		defer in.close()
 		intakes = append(intakes, in)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/axsched/ax/contracts"
 	"github.com/axsched/ax/events"
 	"github.com/axsched/ax/services/internal/bus"
+	"github.com/axsched/ax/services/internal/metrics"
 )
 
 const (
@@ -153,6 +154,49 @@ func (in *intake) tend(ctx context.Context) error {
 			}
 		}
 	}
+}
+
+// watchQueue samples the type's queue length every heartbeat until ctx
+// ends. It is a loop of its own, not part of tend: a slow JetStream answer
+// must not hold back the keep-alives of the messages the feeds hold.
+func (in *intake) watchQueue(ctx context.Context) error {
+	t := time.NewTicker(in.e.cfg.HeartbeatInterval)
+	defer t.Stop()
+	for {
+		in.sampleQueue(ctx)
+		select {
+		case <-ctx.Done():
+			// Intake stopped: what waited for this node is handed back.
+			metrics.ExecutorQueueLength.WithLabelValues(in.p.spec.Name).Set(0)
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+// sampleQueue sets the type's queue length from JetStream's view of its
+// consumers: on the node's own subjects every message not yet claimed
+// (pending, or delivered and held by a feed or a fetcher), on the shared
+// subjects the pending ones. A consumer that cannot be read leaves the
+// gauge as it was.
+func (in *intake) sampleQueue(ctx context.Context) {
+	var n uint64
+	for _, src := range in.srcs {
+		ictx, cancel := context.WithTimeout(ctx, time.Second)
+		info, err := src.c.Info(ictx)
+		cancel()
+		if err != nil {
+			if ctx.Err() == nil {
+				in.e.logger.Debug("read consumer for the queue length", "subject", src.subject, "err", err)
+			}
+			return
+		}
+		n += info.NumPending
+		if src.own {
+			n += uint64(info.NumAckPending)
+		}
+	}
+	metrics.ExecutorQueueLength.WithLabelValues(in.p.spec.Name).Set(float64(n))
 }
 
 const (

@@ -8,6 +8,7 @@ import (
 
 	"github.com/axsched/ax/contracts"
 	"github.com/axsched/ax/services/internal/membership"
+	"github.com/axsched/ax/services/internal/metrics"
 )
 
 // Version is reported in heartbeats; set at build time with
@@ -48,6 +49,7 @@ func (e *Executor) beat(ctx context.Context, first chan<- struct{}) {
 		})
 		cancel()
 		if err != nil {
+			metrics.ExecutorHeartbeatFailures.Inc()
 			e.logger.Warn("heartbeat failed", "err", err)
 		}
 		if first != nil {

@@ -33,6 +33,7 @@ func (r *Reaper) RecoverDeadNodes(ctx context.Context) (int, error) {
 	if err != nil {
 		return 0, err
 	}
+	r.observeCluster(ctx, nodes)
 	var dead []string
 	last := map[string]time.Time{}
 	var next time.Time

@@ -65,6 +65,9 @@ type Config struct {
 	IdempotencyRetention time.Duration
 	// Retention is how long finished tasks are kept (RunRetention).
 	Retention RetentionConfig
+	// Shards is the shard count of the types' rings (0: 64), for the
+	// shards-owned gauge; the same as the dispatchers'.
+	Shards int
 }
 
 // Reaper is the reaper service.
@@ -87,6 +90,9 @@ type Reaper struct {
 	nextDeath atomic.Int64
 	// lastPrune is when idempotency keys were last pruned.
 	lastPrune time.Time
+	// view is what the cluster gauges last showed (observeCluster).
+	viewMu sync.Mutex
+	view   clusterView
 }
 
 // New builds a reaper.
@@ -272,7 +278,7 @@ func (r *Reaper) timeOut(ctx context.Context, s store.RunningRef) error {
 	if _, err := r.store.TransferChain(ctx, steps...); err != nil {
 		return err
 	}
-	metrics.ReaperTimedOut.Inc()
+	metrics.ReaperTimedOut.WithLabelValues(s.Type).Inc()
 	r.logger.Info("timed out silent task", "task_id", s.ID, "attempt", s.Attempt, "executor", s.Executor)
 	return nil
 }

@@ -98,8 +98,23 @@ func (s *Submitter) Routes(mux *http.ServeMux) {
 // the process's HTTP server stops after every service has returned (a late
 // submission then has a transaction of its own).
 func (s *Submitter) Run(ctx context.Context) error {
+	s.initTypeMetrics(ctx)
 	s.coalesce(ctx)
 	return nil
+}
+
+// initTypeMetrics creates the per-type series of every registered type at
+// zero, so a type's submission rate exists before its first submission. A
+// type registered later gets its series with its first submission.
+func (s *Submitter) initTypeMetrics(ctx context.Context) {
+	types, err := s.store.ListTypes(ctx)
+	if err != nil {
+		s.logger.Warn("list task types for metrics", "err", err)
+		return
+	}
+	for _, t := range types {
+		metrics.InitType(t.Name)
+	}
 }
 
 // actor is who a request's changes are recorded as: its API key via this

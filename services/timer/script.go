@@ -39,3 +39,19 @@ end
 out[2] = nxt
 return out
 `)
+
+// backlogScript reads, for each lane, how many members are due and the
+// earliest score, on the Redis clock. It writes nothing.
+// KEYS = lanes in serve order.
+// Returns {now_ms, due_count, earliest_score or -1, due_count, ...}.
+var backlogScript = redis.NewScript(`
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local out = {now}
+for i = 1, #KEYS do
+  out[#out + 1] = redis.call('ZCOUNT', KEYS[i], '-inf', now)
+  local first = redis.call('ZRANGE', KEYS[i], 0, 0, 'WITHSCORES')
+  if #first > 0 then out[#out + 1] = first[2] else out[#out + 1] = -1 end
+end
+return out
+`)

@@ -66,6 +66,8 @@ type Config struct {
 	// bare ID) still go to the dispatcher. The caller keeps its routing
 	// current (dispatch.Sender.Run).
 	Dispatch *dispatch.Sender
+	// BacklogSample is how often the lanes' backlog gauges are sampled.
+	BacklogSample time.Duration
 }
 
 func (c *Config) defaults() {
@@ -86,6 +88,9 @@ func (c *Config) defaults() {
 	}
 	if c.Consumers <= 0 {
 		c.Consumers = ConsumersDefault
+	}
+	if c.BacklogSample <= 0 {
+		c.BacklogSample = BacklogSampleDefault
 	}
 	switch {
 	case c.Coalesce == 0:
@@ -158,6 +163,7 @@ func (t *Timer) Run(ctx context.Context) error {
 	})
 	g.Go(func() error { return t.loop(gctx) })
 	g.Go(func() error { return t.reconcileLoop(gctx) })
+	g.Go(func() error { return t.backlogLoop(gctx) })
 	return g.Wait()
 }
 
@@ -358,6 +364,7 @@ func (t *Timer) RunOnce(ctx context.Context) (time.Duration, error) {
 		}
 		metrics.TimerDue.WithLabelValues(string(lane)).Inc()
 		score := toInt(res[i+2])
+		metrics.TimerLoopDelay.Observe(float64(max(now-score, 0)) / 1000)
 		if d := t.cfg.Dispatch; d != nil && ref.Type != "" &&
 			(ref.Status == contracts.StatusReady || ref.Status == contracts.StatusRetrying) {
 			// Due by the Redis clock, which the pop read: nothing to wait

@@ -104,10 +104,12 @@ var (
 	LeasesLost = promauto.NewCounter(prometheus.CounterOpts{
 		Name: "ax_executor_leases_lost_total", Help: "Running tasks cancelled because their lock was lost.",
 	})
-	// ReaperTimedOut counts silent RUNNING tasks past timeout plus grace.
-	ReaperTimedOut = promauto.NewCounter(prometheus.CounterOpts{
-		Name: "ax_reaper_timed_out_total", Help: "Silent RUNNING tasks past their timeout recorded TIMEOUT by the reaper.",
-	})
+	// ReaperTimedOut counts silent RUNNING tasks past timeout plus grace,
+	// by type: with ax_executor_runs_total{outcome=~"timeout.*"} they are
+	// every timeout of the type.
+	ReaperTimedOut = promauto.NewCounterVec(prometheus.CounterOpts{
+		Name: "ax_reaper_timed_out_total", Help: "Silent RUNNING tasks past their timeout recorded TIMEOUT by the reaper, by type.",
+	}, []string{"type"})
 	// ReaperRecovered counts RUNNING tasks returned to READY.
 	ReaperRecovered = promauto.NewCounter(prometheus.CounterOpts{
 		Name: "ax_reaper_recovered_total", Help: "RUNNING tasks of silent executors returned to READY.",
@@ -138,4 +140,55 @@ var (
 	ReaperStrandedMoved = promauto.NewCounter(prometheus.CounterOpts{
 		Name: "ax_reaper_stranded_moved_total", Help: "Task messages moved off departed executor nodes' subjects back to the dispatcher.",
 	})
+
+	// TimerLoopDelay is how late the timer took each due task: the pop's
+	// Redis time minus the task's due time. It grows when the timer falls
+	// behind (a slow Redis, a full pass of Batch tasks, a stopped loop).
+	TimerLoopDelay = promauto.NewHistogram(prometheus.HistogramOpts{
+		Name: "ax_timer_loop_delay_seconds", Help: "How long past its due time the timer took a task from the sorted sets (Redis clock).",
+		Buckets: prometheus.ExponentialBuckets(0.001, 4, 10),
+	})
+	// TimerBacklogTasks is how many tasks of each lane are due now and
+	// not taken yet, sampled by every timer from the shared sorted sets.
+	TimerBacklogTasks = promauto.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "ax_timer_backlog_tasks", Help: "Tasks due now and still waiting in the timer's sorted set of the lane (sampled every 5 s).",
+	}, []string{"lane"})
+	// TimerBacklogAge is how long the oldest due task of each lane has
+	// been due (0 when none is): a backlog that ages is one nothing takes.
+	TimerBacklogAge = promauto.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "ax_timer_backlog_age_seconds", Help: "How long the oldest task due in the lane's sorted set has been due, 0 when none is (sampled every 5 s).",
+	}, []string{"lane"})
+	// RelayLag is, per published event, the publish time minus the time
+	// its row was written (task_history or outbox created_at, MySQL clock).
+	RelayLag = promauto.NewHistogram(prometheus.HistogramOpts{
+		Name: "ax_relay_lag_seconds", Help: "Time from writing an event's row in MySQL to JetStream acknowledging its publish.",
+		Buckets: prometheus.ExponentialBuckets(0.001, 4, 10),
+	})
+	// ExecutorQueueLength is the work waiting for this executor per type:
+	// messages on its own subjects not yet claimed (pending or held) plus
+	// those pending on the type's shared subjects, sampled from JetStream
+	// every heartbeat.
+	ExecutorQueueLength = promauto.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "ax_executor_queue_length", Help: "Task messages waiting for this executor, by type: its own subjects' unclaimed ones plus the shared subjects' pending (sampled every heartbeat).",
+	}, []string{"type"})
+	// ExecutorHeartbeatFailures counts membership heartbeats that could
+	// not be written; three in a row make the node look dead.
+	ExecutorHeartbeatFailures = promauto.NewCounter(prometheus.CounterOpts{
+		Name: "ax_executor_heartbeat_failures_total", Help: "Membership heartbeats the executor failed to write (three missed make it dead).",
+	})
+	// ClusterExecutors counts registered executors by state (alive, dead)
+	// as the reaper last read the membership registry.
+	ClusterExecutors = promauto.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "ax_cluster_executors", Help: "Executors in the membership registry by state (alive: heartbeat within three intervals), as the reaper last read it.",
+	}, []string{"state"})
+	// ClusterTypeExecutors counts live executors serving each known type
+	// (registered in MySQL or served by a registered node), 0 when none.
+	ClusterTypeExecutors = promauto.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "ax_cluster_type_executors", Help: "Live executors serving the task type, 0 for a known type nobody serves (reaper's view).",
+	}, []string{"type"})
+	// ClusterShardsOwned is how many shards of a type's ring each live
+	// node owns: the shard load of the dispatcher's routing.
+	ClusterShardsOwned = promauto.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "ax_cluster_shards_owned", Help: "Shards of the task type's consistent hash ring owned by the live node (reaper's view).",
+	}, []string{"node", "type"})
 )

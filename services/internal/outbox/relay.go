@@ -433,8 +433,21 @@ func (r *Relay) publish(ctx context.Context, rows []store.OutboxRow) error {
 			return err
 		}
 	}
+	observeLag(rows, time.Now())
 	if len(tasks) > 0 {
 		r.cfg.Dispatch.Sent(ctx, tasks)
 	}
 	return nil
+}
+
+// observeLag records, for every acknowledged row, how long after it was
+// written its event went out. A row written by a MySQL whose clock is ahead
+// of this process's reads as published at once (0), not as a negative lag.
+func observeLag(rows []store.OutboxRow, at time.Time) {
+	for _, row := range rows {
+		if row.WrittenAt.IsZero() {
+			continue
+		}
+		metrics.RelayLag.Observe(max(at.Sub(row.WrittenAt), 0).Seconds())
+	}
 }

@@ -471,7 +471,7 @@ func (h historyEvent) outboxRow() (OutboxRow, error) {
 		subject = events.SubjectTaskRejected
 	}
 	row := OutboxRow{ID: h.id, EventID: h.event.EventID, Subject: subject, EventType: events.TypeTaskTransferred,
-		CorrelationID: strconv.FormatInt(h.event.TaskID, 10), Payload: payload}
+		CorrelationID: strconv.FormatInt(h.event.TaskID, 10), Payload: payload, WrittenAt: h.event.At}
 	if !h.rejected && h.event.To == contracts.StatusReady && h.event.Route == events.RouteDispatch {
 		row.DueNow = &events.TaskRef{TaskID: h.event.TaskID, Type: h.event.Type, To: h.event.To, Attempt: h.event.Attempt,
 			Priority: h.event.Priority, NextRunTimeMs: h.event.NextRunTimeMs, Route: h.event.Route}

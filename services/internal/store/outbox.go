@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/axsched/ax/events"
 )
@@ -17,6 +18,9 @@ type OutboxRow struct {
 	EventType     string
 	CorrelationID string
 	Payload       []byte
+	// WrittenAt is when the row was written (its created_at, MySQL
+	// clock): the relay's lag is measured from it.
+	WrittenAt time.Time
 	// DueNow is set on the READY event of a task that was due when it
 	// became READY (events.RouteDispatch): the relay dispatches it with
 	// its event.
@@ -34,7 +38,7 @@ func (s *Store) RelayOutbox(ctx context.Context, limit int, publish func(context
 	// READ COMMITTED: no gap locks, so the relay's locking scan and delete
 	// never deadlock with producers inserting new rows.
 	err := s.inTxOpts(ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted}, func(tx *sql.Tx) error {
-		rows, err := tx.QueryContext(ctx, `SELECT id, event_id, subject, event_type, correlation_id, payload
+		rows, err := tx.QueryContext(ctx, `SELECT id, event_id, subject, event_type, correlation_id, payload, created_at
 			FROM outbox ORDER BY id LIMIT ? FOR UPDATE SKIP LOCKED`, limit)
 		if err != nil {
 			return fmt.Errorf("select outbox: %w", err)
@@ -42,7 +46,7 @@ func (s *Store) RelayOutbox(ctx context.Context, limit int, publish func(context
 		var batch []OutboxRow
 		for rows.Next() {
 			var r OutboxRow
-			if err := rows.Scan(&r.ID, &r.EventID, &r.Subject, &r.EventType, &r.CorrelationID, &r.Payload); err != nil {
+			if err := rows.Scan(&r.ID, &r.EventID, &r.Subject, &r.EventType, &r.CorrelationID, &r.Payload, &r.WrittenAt); err != nil {
 				rows.Close()
 				return fmt.Errorf("scan outbox: %w", err)
 			}
