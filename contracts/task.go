@@ -114,6 +114,8 @@ type Task struct {
 	CreatedAt    time.Time       `json:"created_at"`
 	UpdatedAt    time.Time       `json:"updated_at"`
 	Deduplicated bool            `json:"deduplicated,omitempty"`
+	// Origin names the schedule and fire time of a task a schedule fired.
+	Origin *TaskOrigin `json:"origin,omitempty"`
 }
 
 // HistoryEntry is one state transfer of a task.
