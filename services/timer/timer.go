@@ -16,7 +16,9 @@ import (
 	"github.com/axsched/ax/contracts"
 	"github.com/axsched/ax/events"
 	"github.com/axsched/ax/services/internal/bus"
+	"github.com/axsched/ax/services/internal/clock"
 	"github.com/axsched/ax/services/internal/dispatch"
+	"github.com/axsched/ax/services/internal/idgen"
 	"github.com/axsched/ax/services/internal/keys"
 	"github.com/axsched/ax/services/internal/metrics"
 	"github.com/axsched/ax/services/internal/ready"
@@ -66,6 +68,21 @@ type Config struct {
 	// bare ID) still go to the dispatcher. The caller keeps its routing
 	// current (dispatch.Sender.Run).
 	Dispatch *dispatch.Sender
+
+	// IDs, when set, makes the timer fire schedules: it names the tasks
+	// the fires create. Clock is then the scheduler clock (Redis TIME,
+	// corrected), never ahead of it, so no fire is early.
+	IDs   *idgen.Generator
+	Clock clock.Clock
+	// SchedulePoll is the longest the schedule loop sleeps; it wakes at
+	// the earliest next fire time when that is sooner, and a new or
+	// changed schedule's first fire is at most this late.
+	SchedulePoll time.Duration
+	// ScheduleGrace is how late a fire time may be found before it counts
+	// as missed and its schedule's catch-up policy applies.
+	ScheduleGrace time.Duration
+	// ScheduleWorkers is how many schedules one timer fires at once.
+	ScheduleWorkers int
 }
 
 func (c *Config) defaults() {
@@ -87,6 +104,15 @@ func (c *Config) defaults() {
 	if c.Consumers <= 0 {
 		c.Consumers = ConsumersDefault
 	}
+	if c.SchedulePoll <= 0 {
+		c.SchedulePoll = SchedulePollDefault
+	}
+	if c.ScheduleGrace <= 0 {
+		c.ScheduleGrace = ScheduleGraceDefault
+	}
+	if c.ScheduleWorkers <= 0 {
+		c.ScheduleWorkers = ScheduleWorkersDefault
+	}
 	switch {
 	case c.Coalesce == 0:
 		c.Coalesce = CoalesceDefault
@@ -103,6 +129,8 @@ type Timer struct {
 	keys   keys.Keys
 	conn   *bus.Conn
 	logger *slog.Logger
+	// types gives fires their type's current defaults.
+	types *store.TypeCache
 
 	wake     chan struct{}
 	nextWake atomic.Int64 // Redis-clock ms the loop plans to wake at
@@ -114,7 +142,7 @@ type Timer struct {
 // New builds a timer.
 func New(cfg Config, st *store.Store, rdb redis.UniversalClient, k keys.Keys, conn *bus.Conn, logger *slog.Logger) *Timer {
 	cfg.defaults()
-	return &Timer{cfg: cfg, store: st, rdb: rdb, keys: k, conn: conn,
+	return &Timer{cfg: cfg, store: st, rdb: rdb, keys: k, conn: conn, types: store.NewTypeCache(st, time.Second, nil),
 		logger: logger.With("service", "timer"), wake: make(chan struct{}, 1), ready: ready.New(3)}
 }
 
@@ -158,6 +186,9 @@ func (t *Timer) Run(ctx context.Context) error {
 	})
 	g.Go(func() error { return t.loop(gctx) })
 	g.Go(func() error { return t.reconcileLoop(gctx) })
+	if t.cfg.IDs != nil && t.cfg.Clock != nil {
+		g.Go(func() error { return t.fireLoop(gctx) })
+	}
 	return g.Wait()
 }
 
