@@ -89,3 +89,8 @@ type TaskOrigin struct {
 	Schedule string    `json:"schedule"`
 	FireTime time.Time `json:"fire_time"`
 }
+
+// ValidateScheduleName explains why a schedule name is unusable, or returns
+// nil. Names follow the rules of task type names, so they read the same in
+// URLs, logs and metrics.
+func ValidateScheduleName(name string) error { return validateName("schedule name", name) }
