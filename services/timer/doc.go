@@ -53,4 +53,18 @@
 // both succeed (and the RETRYING -> READY move, the timer's or the
 // dispatcher's, is fenced the same way), so a duplicate ends as a lost
 // claim, never as a second run.
+//
+// # Schedules
+//
+// Every replica also fires schedules (schedule.go), with no leader either:
+// it reads the schedules due on the scheduler clock and takes each in one
+// transaction (store.FireSchedule) that locks the row with SKIP LOCKED,
+// fenced on the next fire time it read, records (schedule, fire time) in
+// schedule_fires, creates the task and advances the schedule. The primary
+// key of schedule_fires is the rule: a fire time has exactly one task
+// whichever replica fires it, and a second attempt writes nothing. Fire
+// times are never fired before the scheduler clock reaches them; missed
+// ones (found later than ScheduleGrace) follow the schedule's catch-up
+// policy. A replica keeps no schedule state, so a killed one leaves each
+// schedule as its last commit did.
 package timer
