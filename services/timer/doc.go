@@ -57,12 +57,13 @@
 // # Schedules
 //
 // Every replica also fires schedules (schedule.go), with no leader either:
-// it reads the schedules due on the scheduler clock and takes each in one
-// transaction (store.FireSchedule) that locks the row with SKIP LOCKED,
-// fenced on the next fire time it read, records (schedule, fire time) in
-// schedule_fires, creates the task and advances the schedule. The primary
-// key of schedule_fires is the rule: a fire time has exactly one task
-// whichever replica fires it, and a second attempt writes nothing. Fire
+// when the earliest next fire time comes on the scheduler clock it runs up
+// to ScheduleWorkers transactions (store.FireDue), each locking a batch of
+// due schedules with SKIP LOCKED so that replicas share them, recording
+// each (schedule, fire time) in schedule_fires, creating the tasks and
+// advancing the schedules. The primary key of schedule_fires is the rule:
+// a fire time has exactly one task whichever replica fires it, and a task
+// planned for a fire time that has a row already is not written. Fire
 // times are never fired before the scheduler clock reaches them; missed
 // ones (found later than ScheduleGrace) follow the schedule's catch-up
 // policy. A replica keeps no schedule state, so a killed one leaves each

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -21,8 +20,8 @@ const (
 	SchedulePollDefault    = 500 * time.Millisecond
 	ScheduleGraceDefault   = 5 * time.Second
 	ScheduleWorkersDefault = 8
-	// scheduleBatch bounds the due schedules one pass reads.
-	scheduleBatch = 1000
+	// scheduleBatch bounds the schedules one transaction fires.
+	scheduleBatch = 200
 	// scheduleMinSleep keeps a pass that found a schedule held by another
 	// timer from spinning while that timer commits.
 	scheduleMinSleep = 5 * time.Millisecond
@@ -52,29 +51,26 @@ func (t *Timer) fireLoop(ctx context.Context) error {
 }
 
 // FireSchedules fires every schedule whose next fire time has come on the
-// scheduler clock, and returns how long to sleep: until the earliest next
+// scheduler clock and returns how long to sleep: until the earliest next
 // fire time, or SchedulePoll (which bounds how late a new or changed
-// schedule's first fire is seen), whichever is sooner.
+// schedule's first fire is seen), whichever is sooner. ScheduleWorkers
+// transactions run at once, each on up to scheduleBatch schedules that
+// the others do not hold.
 func (t *Timer) FireSchedules(ctx context.Context) (time.Duration, error) {
 	now := t.cfg.Clock.Now()
-	due, err := t.store.DueSchedules(ctx, now.UnixMilli(), scheduleBatch)
-	if err != nil {
-		return 0, err
-	}
-	// Replicas read the same due schedules; in their own orders they mostly
-	// take different ones (the row lock skips those another holds).
-	rand.Shuffle(len(due), func(i, j int) { due[i], due[j] = due[j], due[i] })
 	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(t.cfg.ScheduleWorkers)
-	for i := range due {
+	for range t.cfg.ScheduleWorkers {
 		g.Go(func() error {
-			t.fireSchedule(gctx, &due[i], now)
-			return nil
+			for {
+				taken, err := t.fireBatch(gctx, now)
+				if err != nil || taken < scheduleBatch {
+					return err
+				}
+			}
 		})
 	}
-	_ = g.Wait()
-	if len(due) == scheduleBatch {
-		return 0, nil
+	if err := g.Wait(); err != nil {
+		return 0, err
 	}
 	next, ok, err := t.store.NextScheduleFire(ctx)
 	if err != nil || !ok {
@@ -84,90 +80,72 @@ func (t *Timer) FireSchedules(ctx context.Context) (time.Duration, error) {
 	return min(max(sleep, scheduleMinSleep), t.cfg.SchedulePoll), nil
 }
 
-// fireSchedule takes a due schedule through its plan, one transaction per
-// step; it stops at the first step another timer took first. Errors are
-// logged: the schedule stays due and the next pass tries again.
-func (t *Timer) fireSchedule(ctx context.Context, sc *store.Schedule, now time.Time) {
+// fireBatch fires one transaction's worth of due schedules, retrying
+// with fresh task IDs on a snowflake collision and on a deadlock.
+func (t *Timer) fireBatch(ctx context.Context, now time.Time) (int, error) {
+	for attempt := 1; ; attempt++ {
+		taken, out, err := t.store.FireDue(ctx, store.FireDueParams{NowMs: now.UnixMilli(), Limit: scheduleBatch,
+			FiredAt: func() int64 { return t.cfg.Clock.Now().UnixMilli() }},
+			func(sc *store.Schedule) (store.FirePlan, error) { return t.planFires(ctx, sc, now) })
+		if (errors.Is(err, store.ErrIDTaken) || store.IsDeadlock(err)) && attempt < 3 {
+			continue
+		}
+		if err != nil {
+			return 0, err
+		}
+		t.countFires(out)
+		return taken, nil
+	}
+}
+
+// countFires feeds the metrics with what a transaction committed.
+func (t *Timer) countFires(out []store.FireOutcome) {
+	for _, o := range out {
+		switch {
+		case o.Lost:
+			metrics.ScheduleFires.WithLabelValues("lost").Inc()
+		case o.Overlapped:
+			metrics.ScheduleFires.WithLabelValues("overlapped").Inc()
+		default:
+			metrics.ScheduleFires.WithLabelValues("fired").Inc()
+			metrics.ScheduleLateness.Observe(float64(t.cfg.Clock.Now().UnixMilli()-o.FireMs) / 1000)
+		}
+	}
+}
+
+// planFires decides what a locked due schedule fires: its catch-up plan
+// and a task for each fire time. An error leaves the schedule due for a
+// later pass (its type's settings cannot be read now).
+func (t *Timer) planFires(ctx context.Context, sc *store.Schedule, now time.Time) (store.FirePlan, error) {
 	spec, err := schedule.Parse(sc.Cron, sc.TimeZone, now)
 	if err != nil {
 		t.logger.Error("schedule cannot be parsed; not firing it", "schedule", sc.Name, "err", err)
-		return
+		return store.FirePlan{}, err
 	}
 	plan := spec.Plan(time.UnixMilli(sc.NextFireMs), now, schedule.CatchUp(sc.CatchUp), sc.CatchUpLimit, t.cfg.ScheduleGrace)
 	if plan.Next.IsZero() {
 		t.logger.Error("schedule has no next fire time; not firing it", "schedule", sc.Name)
-		return
+		return store.FirePlan{}, schedule.ErrNeverFires
 	}
 	if plan.Missed > 0 {
 		metrics.ScheduleFires.WithLabelValues("missed").Add(float64(plan.Missed))
 		t.logger.Info("schedule missed fire times", "schedule", sc.Name, "missed", plan.Missed, "catch_up", sc.CatchUp, "firing", len(plan.Fire))
 	}
-	expect := sc.NextFireMs
-	if len(plan.Fire) == 0 {
-		t.step(ctx, store.Fire{ScheduleID: sc.ID, Name: sc.Name, ExpectNextMs: expect, NextMs: plan.Next.UnixMilli()}, sc)
-		return
+	fp := store.FirePlan{NextMs: plan.Next.UnixMilli(), SkipWhileRunning: schedule.Overlap(sc.Overlap) == schedule.OverlapSkip}
+	for _, ft := range plan.Fire {
+		task, err := t.scheduledTask(ctx, sc, ft.UnixMilli())
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+			// The type is gone: the fire time passes, the schedule goes
+			// on (a type registered again fires again).
+			metrics.ScheduleFires.WithLabelValues("refused").Inc()
+			t.logger.Warn("schedule's task type is not registered; passing the fire time over", "schedule", sc.Name, "err", err)
+		case err != nil:
+			return store.FirePlan{}, err
+		}
+		fp.Fires = append(fp.Fires, store.PlannedFire{FireMs: ft.UnixMilli(), Task: task})
 	}
-	for i, ft := range plan.Fire {
-		next := plan.Next
-		if i+1 < len(plan.Fire) {
-			next = plan.Fire[i+1]
-		}
-		f := store.Fire{ScheduleID: sc.ID, Name: sc.Name, ExpectNextMs: expect, NextMs: next.UnixMilli(),
-			FireMs: ft.UnixMilli(), SkipWhileRunning: schedule.Overlap(sc.Overlap) == schedule.OverlapSkip}
-		if !t.step(ctx, f, sc) {
-			return
-		}
-		expect = f.NextMs
-	}
-}
-
-// step commits one step of a schedule and reports whether the schedule is
-// still this timer's to go on with.
-func (t *Timer) step(ctx context.Context, f store.Fire, sc *store.Schedule) bool {
-	var (
-		out store.FireOutcome
-		err error
-	)
-	for range 3 { // fresh task IDs on the rare snowflake collision
-		if f.FireMs != 0 {
-			f.Task, err = t.scheduledTask(ctx, sc, f.FireMs)
-			switch {
-			case errors.Is(err, store.ErrNotFound):
-				// The type is gone: the fire time passes, the schedule
-				// goes on (a type registered again fires again).
-				metrics.ScheduleFires.WithLabelValues("refused").Inc()
-				t.logger.Warn("schedule's task type is not registered; passing the fire time over", "schedule", sc.Name, "err", err)
-			case err != nil:
-				t.logger.Warn("schedule's task cannot be made now", "schedule", sc.Name, "err", err)
-				return false
-			}
-		}
-		// Checked by the caller's plan, read again here: a fire time is
-		// never fired before the scheduler clock has reached it.
-		f.FiredAtMs = t.cfg.Clock.Now().UnixMilli()
-		if f.Task != nil && f.FiredAtMs < f.FireMs {
-			return false
-		}
-		if out, err = t.store.FireSchedule(ctx, f); !errors.Is(err, store.ErrIDTaken) {
-			break
-		}
-	}
-	switch {
-	case errors.Is(err, store.ErrFired) || errors.Is(err, store.ErrScheduleMoved):
-		metrics.ScheduleFires.WithLabelValues("lost").Inc()
-		return false
-	case err != nil:
-		if ctx.Err() == nil {
-			t.logger.Warn("schedule step failed", "schedule", sc.Name, "err", err)
-		}
-		return false
-	case out.Overlapped:
-		metrics.ScheduleFires.WithLabelValues("overlapped").Inc()
-	case out.TaskID != 0:
-		metrics.ScheduleFires.WithLabelValues("fired").Inc()
-		metrics.ScheduleLateness.Observe(float64(t.cfg.Clock.Now().UnixMilli()-f.FireMs) / 1000)
-	}
-	return true
+	return fp, nil
 }
 
 // scheduledTask is the task a schedule's template stands for at a fire

@@ -81,7 +81,8 @@ type Config struct {
 	// ScheduleGrace is how late a fire time may be found before it counts
 	// as missed and its schedule's catch-up policy applies.
 	ScheduleGrace time.Duration
-	// ScheduleWorkers is how many schedules one timer fires at once.
+	// ScheduleWorkers is how many fire transactions one timer runs at
+	// once, each on schedules the others do not hold.
 	ScheduleWorkers int
 }
 

@@ -140,7 +140,7 @@ func (s *Spec) parseEvery() error {
 	return nil
 }
 
-// parseFields parses a 5- or 6-field expression, and when it fails finds
+// parseFields parses a 5- or 6-field expression, and when that fails finds
 // the field at fault by parsing each alone among wildcards: the parser's
 // own errors do not say which field they mean.
 func (s *Spec) parseFields() error {
@@ -152,6 +152,10 @@ func (s *Spec) parseFields() error {
 	if len(fields) == 5 {
 		full = append([]string{"0"}, fields...)
 	}
+	if sched, err := parser.Parse(strings.Join(full, " ")); err == nil {
+		s.spec = sched.(*cron.SpecSchedule)
+		return nil
+	}
 	for i, f := range full {
 		probe := []string{"0", "*", "*", "*", "*", "*"}
 		probe[i] = f
@@ -161,12 +165,8 @@ func (s *Spec) parseFields() error {
 				Detail: fmt.Sprintf("field %d (%s) %q of %q: %v", pos, fieldNames[i], f, s.expr, err)}
 		}
 	}
-	sched, err := parser.Parse(strings.Join(full, " "))
-	if err != nil {
-		return &FieldError{Field: "cron", Detail: fmt.Sprintf("%q: %v", s.expr, err)}
-	}
-	s.spec = sched.(*cron.SpecSchedule)
-	return nil
+	_, err := parser.Parse(strings.Join(full, " "))
+	return &FieldError{Field: "cron", Detail: fmt.Sprintf("%q: %v", s.expr, err)}
 }
 
 // Zone is the schedule's time zone.

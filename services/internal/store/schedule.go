@@ -114,8 +114,17 @@ func (s *Store) DueSchedules(ctx context.Context, nowMs int64, limit int) ([]Sch
 		WHERE paused = FALSE AND next_fire_time <= ? ORDER BY next_fire_time LIMIT ?`, nowMs, limit)
 }
 
+// queryer is a pool or a transaction.
+type queryer interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}
+
 func (s *Store) querySchedules(ctx context.Context, q string, args ...any) ([]Schedule, error) {
-	rows, err := s.db.QueryContext(ctx, q, args...)
+	return querySchedules(ctx, s.db, q, args...)
+}
+
+func querySchedules(ctx context.Context, db queryer, q string, args ...any) ([]Schedule, error) {
+	rows, err := db.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("read schedules: %w", err)
 	}

@@ -2,7 +2,6 @@ package store_test
 
 import (
 	"context"
-	"errors"
 	"sync"
 	"testing"
 	"time"
@@ -29,9 +28,26 @@ func fireTask(id, fireMs int64) *store.NewTask {
 		NextRunTimeMs: fireMs, MaxRetries: 0, TimeoutMs: 1000, Reason: "fired"}
 }
 
-// TestFireScheduleOneTaskPerFireTime races 20 timers on one fire time: one
+// fireOnce is a timer's plan in miniature: fire the schedule's next fire
+// time (with a task named id) and move on a second.
+func fireOnce(id int64, skipWhileRunning bool) func(*store.Schedule) (store.FirePlan, error) {
+	return func(sc *store.Schedule) (store.FirePlan, error) {
+		return store.FirePlan{Fires: []store.PlannedFire{{FireMs: sc.NextFireMs, Task: fireTask(id, sc.NextFireMs)}},
+			NextMs: sc.NextFireMs + 1000, SkipWhileRunning: skipWhileRunning}, nil
+	}
+}
+
+func fireDue(t *testing.T, st *store.Store, nowMs int64, plan func(*store.Schedule) (store.FirePlan, error)) []store.FireOutcome {
+	t.Helper()
+	_, out, err := st.FireDue(context.Background(), store.FireDueParams{NowMs: nowMs, Limit: 100,
+		FiredAt: func() int64 { return nowMs }}, plan)
+	require.NoError(t, err)
+	return out
+}
+
+// TestFireDueOneTaskPerFireTime races 20 timers on one fire time: one
 // creates the task, the others write nothing.
-func TestFireScheduleOneTaskPerFireTime(t *testing.T) {
+func TestFireDueOneTaskPerFireTime(t *testing.T) {
 	st, _ := testenv.Store(t)
 	ctx := context.Background()
 	const fireMs = 1_800_000_000_000
@@ -42,21 +58,21 @@ func TestFireScheduleOneTaskPerFireTime(t *testing.T) {
 		wins []int64
 	)
 	for i := range 20 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			out, err := st.FireSchedule(ctx, store.Fire{ScheduleID: sc.ID, Name: sc.Name, ExpectNextMs: fireMs,
-				NextMs: fireMs + 1000, FireMs: fireMs, FiredAtMs: fireMs, Task: fireTask(int64(5000+i), fireMs)})
+		wg.Go(func() {
+			_, out, err := st.FireDue(ctx, store.FireDueParams{NowMs: fireMs, Limit: 10, FiredAt: func() int64 { return fireMs }},
+				fireOnce(int64(5000+i), false))
 			if err != nil {
-				if !errors.Is(err, store.ErrScheduleMoved) && !errors.Is(err, store.ErrFired) {
-					t.Errorf("fire: %v", err)
-				}
+				t.Errorf("fire: %v", err)
 				return
 			}
 			mu.Lock()
-			wins = append(wins, out.TaskID)
+			for _, o := range out {
+				if o.TaskID != 0 {
+					wins = append(wins, o.TaskID)
+				}
+			}
 			mu.Unlock()
-		}()
+		})
 	}
 	wg.Wait()
 	require.Len(t, wins, 1)
@@ -68,70 +84,84 @@ func TestFireScheduleOneTaskPerFireTime(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, int64(fireMs+1000), got.NextFireMs)
 	require.Equal(t, wins[0], got.LastTaskID)
+	require.Equal(t, int64(fireMs), got.LastFireMs)
+	require.Equal(t, sc.ID, got.ID)
 }
 
-// TestFireScheduleUniqueKeyIsTheArbiter fires a fire time again with a
-// fence that passes (the schedule's next fire time was set back, as a
-// confused replica or an operator might): the unique key refuses it and
-// nothing is written.
-func TestFireScheduleUniqueKeyIsTheArbiter(t *testing.T) {
+// TestFireDueUniqueKeyIsTheArbiter fires a fire time again after the
+// schedule's next fire time was set back (a confused replica or an
+// operator might): the lock lets it through, the unique key does not, and
+// no second task is written.
+func TestFireDueUniqueKeyIsTheArbiter(t *testing.T) {
 	st, _ := testenv.Store(t)
 	ctx := context.Background()
 	const fireMs = 1_800_000_000_000
 	sc := newSchedule(t, st, "again", fireMs)
-	fire := store.Fire{ScheduleID: sc.ID, Name: sc.Name, ExpectNextMs: fireMs, NextMs: fireMs + 1000,
-		FireMs: fireMs, FiredAtMs: fireMs, Task: fireTask(7001, fireMs)}
-	_, err := st.FireSchedule(ctx, fire)
+	require.Equal(t, int64(7001), fireDue(t, st, fireMs, fireOnce(7001, false))[0].TaskID)
+	_, err := st.DB().Exec(`UPDATE schedules SET next_fire_time = ? WHERE id = ?`, fireMs, sc.ID)
 	require.NoError(t, err)
-	_, err = st.DB().Exec(`UPDATE schedules SET next_fire_time = ? WHERE id = ?`, fireMs, sc.ID)
-	require.NoError(t, err)
-	fire.Task = fireTask(7002, fireMs)
-	_, err = st.FireSchedule(ctx, fire)
-	require.ErrorIs(t, err, store.ErrFired)
+	out := fireDue(t, st, fireMs, fireOnce(7002, false))
+	require.Equal(t, []store.FireOutcome{{ScheduleID: sc.ID, Schedule: "again", FireMs: fireMs, FiredAtMs: fireMs, Lost: true}}, out)
 	require.Equal(t, []int64{7001}, testenv.Column[int64](t, st.DB(), `SELECT id FROM tasks`))
+	require.Equal(t, []int{1}, testenv.Column[int](t, st.DB(), `SELECT COUNT(*) FROM task_history`))
 	got, err := st.GetSchedule(ctx, "again")
 	require.NoError(t, err)
-	require.Equal(t, int64(fireMs), got.NextFireMs, "the refused fire rolled back its advance too")
+	require.Equal(t, int64(7001), got.LastTaskID, "the fire time's task is still the first one")
+	require.Equal(t, int64(fireMs+1000), got.NextFireMs, "the schedule moves on")
 }
 
-func TestFireScheduleOverlapSkip(t *testing.T) {
+func TestFireDueOverlapSkip(t *testing.T) {
 	st, _ := testenv.Store(t)
 	ctx := context.Background()
 	const t0 = 1_800_000_000_000
 	sc := newSchedule(t, st, "overlap", t0)
-	step := func(fireMs int64, id int64) store.FireOutcome {
-		out, err := st.FireSchedule(ctx, store.Fire{ScheduleID: sc.ID, Name: sc.Name, ExpectNextMs: fireMs,
-			NextMs: fireMs + 1000, FireMs: fireMs, FiredAtMs: fireMs, Task: fireTask(id, fireMs), SkipWhileRunning: true})
-		require.NoError(t, err)
-		return out
+	step := func(nowMs, id int64) store.FireOutcome {
+		out := fireDue(t, st, nowMs, fireOnce(id, true))
+		require.Len(t, out, 1)
+		return out[0]
 	}
-	require.Equal(t, store.FireOutcome{TaskID: 8001}, step(t0, 8001))
-	require.Equal(t, store.FireOutcome{Overlapped: true}, step(t0+1000, 8002), "the first task is READY")
+	require.Equal(t, int64(8001), step(t0, 8001).TaskID)
+	require.True(t, step(t0+1000, 8002).Overlapped, "the first task is READY")
 	_, err := st.Transfer(ctx, store.TransferParams{TaskID: 8001, From: contracts.StatusReady, To: contracts.StatusCancelled, Reason: "test"})
 	require.NoError(t, err)
-	require.Equal(t, store.FireOutcome{TaskID: 8003}, step(t0+2000, 8003), "the first task is final")
+	require.Equal(t, int64(8003), step(t0+2000, 8003).TaskID, "the first task is final")
 	fires, err := st.ScheduleFires(ctx, sc.ID)
 	require.NoError(t, err)
 	require.Equal(t, []store.ScheduleFireRow{{t0, t0, 8001}, {t0 + 1000, t0 + 1000, 0}, {t0 + 2000, t0 + 2000, 8003}}, fires)
+
+	// Several fire times in one plan (catch-up all): the first fires, the
+	// rest wait for it.
+	out := fireDue(t, st, t0+5000, func(sc *store.Schedule) (store.FirePlan, error) {
+		return store.FirePlan{Fires: []store.PlannedFire{{FireMs: t0 + 3000, Task: fireTask(8004, t0+3000)},
+			{FireMs: t0 + 4000, Task: fireTask(8005, t0+4000)}}, NextMs: t0 + 6000, SkipWhileRunning: true}, nil
+	})
+	require.Len(t, out, 2)
+	require.True(t, out[0].Overlapped, "8003 is READY")
+	require.True(t, out[1].Overlapped)
 }
 
-func TestFireScheduleFencedOnPauseAndNextFire(t *testing.T) {
+func TestFireDueTakesOnlyDueUnpausedSchedules(t *testing.T) {
 	st, _ := testenv.Store(t)
 	ctx := context.Background()
 	const t0 = 1_800_000_000_000
-	sc := newSchedule(t, st, "fenced", t0)
-	fire := store.Fire{ScheduleID: sc.ID, Name: sc.Name, ExpectNextMs: t0 - 1000, NextMs: t0 + 1000,
-		FireMs: t0, FiredAtMs: t0, Task: fireTask(9001, t0)}
-	_, err := st.FireSchedule(ctx, fire)
-	require.ErrorIs(t, err, store.ErrScheduleMoved, "stale next fire time")
-	_, err = st.PauseSchedule(ctx, "fenced", true, 0)
+	newSchedule(t, st, "later", t0+1)
+	newSchedule(t, st, "paused", t0)
+	_, err := st.PauseSchedule(ctx, "paused", true, 0)
 	require.NoError(t, err)
-	fire.ExpectNextMs = t0
-	_, err = st.FireSchedule(ctx, fire)
-	require.ErrorIs(t, err, store.ErrScheduleMoved, "paused")
+	require.Empty(t, fireDue(t, st, t0, fireOnce(9001, false)))
 	require.Empty(t, testenv.Column[int64](t, st.DB(), `SELECT id FROM tasks`))
-	resumed, err := st.PauseSchedule(ctx, "fenced", false, t0+5000)
+	resumed, err := st.PauseSchedule(ctx, "paused", false, t0+5000)
 	require.NoError(t, err)
 	require.False(t, resumed.Paused)
 	require.Equal(t, int64(t0+5000), resumed.NextFireMs)
+
+	// A fire time after the clock's reading is not fired, and the
+	// schedule stays due.
+	_, out, err := st.FireDue(ctx, store.FireDueParams{NowMs: t0 + 1, Limit: 10, FiredAt: func() int64 { return t0 }},
+		fireOnce(9002, false))
+	require.NoError(t, err)
+	require.Empty(t, out)
+	later, err := st.GetSchedule(ctx, "later")
+	require.NoError(t, err)
+	require.Equal(t, int64(t0+1), later.NextFireMs)
 }
