@@ -52,9 +52,9 @@ var (
 	}, []string{"lane"})
 	// ScheduleFires counts a schedule's fire times by what became of them:
 	// fired (a task), overlapped (passed over while the previous fire's
-	// task ran), missed (passed over by the catch-up policy), lost (another
-	// timer fired it, or held the schedule) and refused (no task could be
-	// made: the template's type is gone).
+	// task ran), missed (passed over by the catch-up policy), lost (the
+	// fire time had a fire already: the unique key kept the first) and
+	// refused (no task could be made: the template's type is gone).
 	ScheduleFires = promauto.NewCounterVec(prometheus.CounterOpts{
 		Name: "ax_schedule_fires_total", Help: "Schedule fire times handled by this timer, by outcome.",
 	}, []string{"outcome"})
