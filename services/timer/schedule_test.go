@@ -214,3 +214,53 @@ func TestScheduleNeverFiresEarly(t *testing.T) {
 		time.Sleep(time.Millisecond)
 	}
 }
+
+// TestScheduleDSTEuropeBerlin fires a daily 02:30 schedule in
+// Europe/Berlin through the timer across both changes of 2027, with the
+// timer's clock skipped ahead: on 28 March 02:30 does not exist and fires
+// once, at 03:00 CEST; on 31 October 02:30 happens twice and fires once,
+// at its first occurrence (CEST).
+func TestScheduleDSTEuropeBerlin(t *testing.T) {
+	st, dsn := testenv.Store(t)
+	ctx := context.Background()
+	require.NoError(t, st.RegisterType(ctx, store.TaskType{Name: "ax.noop", TimeoutMs: 1000}))
+	clk := &testenv.Clock{}
+	skipTo := func(at time.Time) { clk.Skip(at.Sub(clk.Now())) }
+	utc := func(s string) time.Time {
+		v, err := time.Parse(time.RFC3339, s)
+		require.NoError(t, err)
+		return v
+	}
+	skipTo(utc("2027-03-27T12:00:00Z"))
+	spec, err := schedule.Parse("30 2 * * *", "Europe/Berlin", clk.Now())
+	require.NoError(t, err)
+	sc, err := st.CreateSchedule(ctx, store.Schedule{Name: "nightly", Cron: "30 2 * * *", TimeZone: "Europe/Berlin",
+		Template: contracts.TaskTemplate{Type: "ax.noop"}, Overlap: "allow", CatchUp: "skip", CatchUpLimit: 100,
+		NextFireMs: spec.Next(clk.Now()).UnixMilli()})
+	require.NoError(t, err)
+	require.Equal(t, utc("2027-03-28T01:00:00Z").UnixMilli(), sc.NextFireMs, "03:00 CEST, the first instant after the gap")
+	tm := firer(t, dsn, 1, clk, time.Second)
+	pass := func(at time.Time) {
+		skipTo(at)
+		_, err := tm.FireSchedules(ctx)
+		require.NoError(t, err)
+	}
+	fired := func() []string {
+		var out []string
+		for _, f := range fires(t, st, sc) {
+			out = append(out, time.UnixMilli(f.FireMs).UTC().Format(time.RFC3339))
+		}
+		return out
+	}
+	pass(utc("2027-03-28T00:59:59.500Z"))
+	require.Empty(t, fired(), "not before 03:00 CEST")
+	pass(utc("2027-03-28T01:00:00.010Z"))
+	pass(utc("2027-03-29T00:30:00.010Z"))
+	require.Equal(t, []string{"2027-03-28T01:00:00Z", "2027-03-29T00:30:00Z"}, fired())
+
+	pass(utc("2027-10-30T12:00:00Z")) // months away: the missed days are skipped
+	pass(utc("2027-10-31T00:30:00.010Z"))
+	pass(utc("2027-10-31T01:30:00.010Z")) // 02:30 CET, the second 02:30
+	pass(utc("2027-11-01T01:30:00.010Z"))
+	require.Equal(t, []string{"2027-03-28T01:00:00Z", "2027-03-29T00:30:00Z", "2027-10-31T00:30:00Z", "2027-11-01T01:30:00Z"}, fired())
+}
