@@ -120,6 +120,11 @@ func TestOpenAPISchemasMatchGoTypes(t *testing.T) {
 		{"APIKeyList", reflect.TypeFor[APIKeyList]()},
 		{"APIKeyCreate", reflect.TypeFor[APIKeyCreate]()},
 		{"APIKeyCreated", reflect.TypeFor[APIKeyCreated]()},
+		{"TaskOrigin", reflect.TypeFor[TaskOrigin]()},
+		{"TaskTemplate", reflect.TypeFor[TaskTemplate]()},
+		{"ScheduleRequest", reflect.TypeFor[ScheduleRequest]()},
+		{"Schedule", reflect.TypeFor[Schedule]()},
+		{"ScheduleList", reflect.TypeFor[ScheduleList]()},
 	}
 	for _, tt := range tests {
 		t.Run(tt.schema, func(t *testing.T) {
@@ -209,6 +214,13 @@ func TestOpenAPIRoutes(t *testing.T) {
 		"GET /v1/keys",
 		"POST /v1/keys",
 		"DELETE /v1/keys/{name}",
+		"POST /v1/schedules",
+		"GET /v1/schedules",
+		"GET /v1/schedules/{name}",
+		"PUT /v1/schedules/{name}",
+		"DELETE /v1/schedules/{name}",
+		"POST /v1/schedules/{name}/pause",
+		"POST /v1/schedules/{name}/resume",
 		"GET /livez",
 		"GET /readyz",
 		"GET /metrics",

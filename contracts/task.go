@@ -62,12 +62,15 @@ var typeNamePattern = regexp.MustCompile(`^[a-z0-9]+(-[a-z0-9]+)*(\.[a-z0-9]+(-[
 const MaxTypeNameLen = 128
 
 // ValidateTypeName explains why a task type name is unusable, or returns nil.
-func ValidateTypeName(name string) error {
+func ValidateTypeName(name string) error { return validateName("task type", name) }
+
+// validateName applies the rules of type names to a name of kind.
+func validateName(kind, name string) error {
 	if name == "" {
-		return fmt.Errorf("task type is required")
+		return fmt.Errorf("%s is required", kind)
 	}
 	if len(name) > MaxTypeNameLen || !typeNamePattern.MatchString(name) {
-		return fmt.Errorf("task type %q is invalid: use lowercase letters, digits and '-', in segments separated by '.', at most %d characters", name, MaxTypeNameLen)
+		return fmt.Errorf("%s %q is invalid: use lowercase letters, digits and '-', in segments separated by '.', at most %d characters", kind, name, MaxTypeNameLen)
 	}
 	return nil
 }
@@ -114,6 +117,8 @@ type Task struct {
 	CreatedAt    time.Time       `json:"created_at"`
 	UpdatedAt    time.Time       `json:"updated_at"`
 	Deduplicated bool            `json:"deduplicated,omitempty"`
+	// Origin names the schedule and fire time of a task a schedule fired.
+	Origin *TaskOrigin `json:"origin,omitempty"`
 }
 
 // HistoryEntry is one state transfer of a task.

@@ -226,6 +226,9 @@ type deps struct {
 	// relay (tasks due the moment they became READY) and the timer (READY
 	// tasks that fall due): one routing table and one type cache.
 	send *dispatch.Sender
+	// ids names the tasks this process creates (submissions and schedule
+	// fires): one generator, so they never collide with each other.
+	ids *idgen.Generator
 	// authOn says API keys are checked (decided once, at start).
 	authOn bool
 	// closers release what openDeps opened, last first.
@@ -291,6 +294,9 @@ func openDeps(ctx context.Context, cfg *Config, logger *slog.Logger) (_ *deps, e
 	heartbeat := cfg.Dispatcher.Heartbeat
 	if heartbeat <= 0 {
 		heartbeat = cfg.Executor.HeartbeatInterval
+	}
+	if d.ids, err = idgen.New(cfg.NodeID); err != nil {
+		return nil, err
 	}
 	d.send = dispatch.New(dispatch.Config{Heartbeat: heartbeat, Shards: cfg.Shards, TypeCacheClock: cfg.TypeCacheClock},
 		d.st, d.rdb, d.keys, d.clk, logger.With("component", "dispatch"))
@@ -411,6 +417,9 @@ func buildServices(ctx context.Context, cfg Config, services []Service, d *deps,
 			if tcfg.Dispatch == nil {
 				tcfg.Dispatch = d.send
 			}
+			if tcfg.IDs == nil {
+				tcfg.IDs, tcfg.Clock = d.ids, d.clk
+			}
 			tm := timer.New(tcfg, d.st.WithActor("timer@"+cfg.Node), d.rdb, d.keys, d.conn, logger)
 			readies = append(readies, tm.Ready())
 			runners = append(runners, tm.Run)
@@ -447,14 +456,10 @@ func buildServices(ctx context.Context, cfg Config, services []Service, d *deps,
 }
 
 func newSubmitter(cfg Config, d *deps, srv *ops.Server, logger *slog.Logger) (func(context.Context) error, error) {
-	ids, err := idgen.New(cfg.NodeID)
-	if err != nil {
-		return nil, err
-	}
 	scfg := cfg.Submitter
 	scfg.Node = cfg.Node
 	scfg.TypeCacheClock = cfg.TypeCacheClock
-	sub := submitter.New(scfg, d.st.WithActor("submitter@"+cfg.Node), ids, d.clk, logger)
+	sub := submitter.New(scfg, d.st.WithActor("submitter@"+cfg.Node), d.ids, d.clk, logger)
 	sub.ServeNodes(d.rdb, d.keys, cfg.Executor.HeartbeatInterval, cfg.Shards)
 	sub.Routes(srv.Mux)
 	return sub.Run, nil

@@ -49,6 +49,9 @@ type Config struct {
 	RetryN int
 	// RetentionN is how many finished tasks the retention workload seeds.
 	RetentionN int
+	// SchedulesN is how many every-second schedules the schedules
+	// workload fires.
+	SchedulesN int
 	// Concurrency is the executor's pool per type (local mode).
 	Concurrency int
 	// Reps runs every workload this many times; figures are medians.
@@ -118,6 +121,9 @@ func (c *Config) Validate() error {
 	}
 	if slices.Contains(c.Workloads, Retention) && (c.RetentionN <= 0 || c.Remote()) {
 		return fmt.Errorf("the retention workload needs local mode and a positive --retention-n, got %d", c.RetentionN)
+	}
+	if slices.Contains(c.Workloads, Schedules) && c.SchedulesN <= 0 {
+		return fmt.Errorf("the schedules workload needs a positive --schedules-n, got %d", c.SchedulesN)
 	}
 	for _, p := range []struct {
 		name string

@@ -11,19 +11,26 @@ import (
 	"github.com/axsched/ax/services/internal/testenv"
 )
 
+// tinyLocalConfig runs workload on a fresh local ax, at the smallest sizes
+// the other workloads allow.
+func tinyLocalConfig(t *testing.T, workload string) Config {
+	dir := binDir(t)
+	dsn := mysqlServer(t)
+	rdb, _ := testenv.Redis(t)
+	return Config{
+		Workloads: []string{workload}, Rate: 1, Duration: 2 * time.Second, Delay: time.Second,
+		N: 1, RetryN: 1, Concurrency: 4, Reps: 1, BatchSize: 50, BatchWorkers: 2, MaxInFlight: 100, StallTimeout: time.Minute,
+		AxBin: filepath.Join(dir, "ax"), NATSServer: filepath.Join(dir, "nats-server"), Topology: TopologyUp,
+		MySQLDSN: dsn, RedisAddr: rdb.Options().Addr, Logger: testenv.Logger(t).With("test", t.Name()),
+	}
+}
+
 // TestRetentionWorkload runs the retention workload at a tiny size: the
 // seeded tasks stay while pruning is off, and go while it is on, under a
 // latency workload whose every task is reported exactly once.
 func TestRetentionWorkload(t *testing.T) {
-	dir := binDir(t)
-	dsn := mysqlServer(t)
-	rdb, _ := testenv.Redis(t)
-	cfg := Config{
-		Workloads: []string{Retention}, RetentionN: 3000, Rate: 50, Duration: 2 * time.Second, Delay: time.Second,
-		N: 1, RetryN: 1, Concurrency: 16, Reps: 1, BatchSize: 50, BatchWorkers: 2, MaxInFlight: 100, StallTimeout: time.Minute,
-		AxBin: filepath.Join(dir, "ax"), NATSServer: filepath.Join(dir, "nats-server"), Topology: TopologyUp,
-		MySQLDSN: dsn, RedisAddr: rdb.Options().Addr, Logger: testenv.Logger(t).With("test", t.Name()),
-	}
+	cfg := tinyLocalConfig(t, Retention)
+	cfg.RetentionN, cfg.Rate, cfg.Concurrency = 3000, 50, 16
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	results, err := Run(ctx, cfg)

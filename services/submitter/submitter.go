@@ -91,6 +91,7 @@ func (s *Submitter) Routes(mux *http.ServeMux) {
 	s.deadLetterRoutes(mux)
 	s.nodeRoutes(mux)
 	s.keyRoutes(mux)
+	s.scheduleRoutes(mux)
 }
 
 // Run groups concurrent single submissions into shared transactions until
@@ -272,7 +273,12 @@ func (s *Submitter) handleGet(w http.ResponseWriter, r *http.Request) {
 		s.internal(w, "get task", err)
 		return
 	}
-	writeJSON(w, http.StatusOK, task.API())
+	out := task.API()
+	if out.Origin, err = s.store.TaskOrigin(r.Context(), id); err != nil {
+		s.internal(w, "get task", err)
+		return
+	}
+	writeJSON(w, http.StatusOK, out)
 }
 
 func (s *Submitter) handleHistory(w http.ResponseWriter, r *http.Request) {

@@ -53,4 +53,19 @@
 // both succeed (and the RETRYING -> READY move, the timer's or the
 // dispatcher's, is fenced the same way), so a duplicate ends as a lost
 // claim, never as a second run.
+//
+// # Schedules
+//
+// Every replica also fires schedules (schedule.go), with no leader either:
+// when the earliest next fire time comes on the scheduler clock it runs up
+// to ScheduleWorkers transactions (store.FireDue), each locking a batch of
+// due schedules with SKIP LOCKED so that replicas share them, recording
+// each (schedule, fire time) in schedule_fires, creating the tasks and
+// advancing the schedules. The primary key of schedule_fires is the rule:
+// a fire time has exactly one task whichever replica fires it, and a task
+// planned for a fire time that has a row already is not written. Fire
+// times are never fired before the scheduler clock reaches them; missed
+// ones (found later than ScheduleGrace) follow the schedule's catch-up
+// policy. A replica keeps no schedule state, so a killed one leaves each
+// schedule as its last commit did.
 package timer

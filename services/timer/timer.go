@@ -16,7 +16,9 @@ import (
 	"github.com/axsched/ax/contracts"
 	"github.com/axsched/ax/events"
 	"github.com/axsched/ax/services/internal/bus"
+	"github.com/axsched/ax/services/internal/clock"
 	"github.com/axsched/ax/services/internal/dispatch"
+	"github.com/axsched/ax/services/internal/idgen"
 	"github.com/axsched/ax/services/internal/keys"
 	"github.com/axsched/ax/services/internal/metrics"
 	"github.com/axsched/ax/services/internal/ready"
@@ -68,6 +70,22 @@ type Config struct {
 	Dispatch *dispatch.Sender
 	// BacklogSample is how often the lanes' backlog gauges are sampled.
 	BacklogSample time.Duration
+
+	// IDs, when set, makes the timer fire schedules: it names the tasks
+	// the fires create. Clock is then the scheduler clock (Redis TIME,
+	// corrected), never ahead of it, so no fire is early.
+	IDs   *idgen.Generator
+	Clock clock.Clock
+	// SchedulePoll is the longest the schedule loop sleeps; it wakes at
+	// the earliest next fire time when that is sooner, and a new or
+	// changed schedule's first fire is at most this late.
+	SchedulePoll time.Duration
+	// ScheduleGrace is how late a fire time may be found before it counts
+	// as missed and its schedule's catch-up policy applies.
+	ScheduleGrace time.Duration
+	// ScheduleWorkers is how many fire transactions one timer runs at
+	// once, each on schedules the others do not hold.
+	ScheduleWorkers int
 }
 
 func (c *Config) defaults() {
@@ -92,6 +110,15 @@ func (c *Config) defaults() {
 	if c.BacklogSample <= 0 {
 		c.BacklogSample = BacklogSampleDefault
 	}
+	if c.SchedulePoll <= 0 {
+		c.SchedulePoll = SchedulePollDefault
+	}
+	if c.ScheduleGrace <= 0 {
+		c.ScheduleGrace = ScheduleGraceDefault
+	}
+	if c.ScheduleWorkers <= 0 {
+		c.ScheduleWorkers = ScheduleWorkersDefault
+	}
 	switch {
 	case c.Coalesce == 0:
 		c.Coalesce = CoalesceDefault
@@ -108,6 +135,8 @@ type Timer struct {
 	keys   keys.Keys
 	conn   *bus.Conn
 	logger *slog.Logger
+	// types gives fires their type's current defaults.
+	types *store.TypeCache
 
 	wake     chan struct{}
 	nextWake atomic.Int64 // Redis-clock ms the loop plans to wake at
@@ -119,7 +148,7 @@ type Timer struct {
 // New builds a timer.
 func New(cfg Config, st *store.Store, rdb redis.UniversalClient, k keys.Keys, conn *bus.Conn, logger *slog.Logger) *Timer {
 	cfg.defaults()
-	return &Timer{cfg: cfg, store: st, rdb: rdb, keys: k, conn: conn,
+	return &Timer{cfg: cfg, store: st, rdb: rdb, keys: k, conn: conn, types: store.NewTypeCache(st, time.Second, nil),
 		logger: logger.With("service", "timer"), wake: make(chan struct{}, 1), ready: ready.New(3)}
 }
 
@@ -164,6 +193,9 @@ func (t *Timer) Run(ctx context.Context) error {
 	g.Go(func() error { return t.loop(gctx) })
 	g.Go(func() error { return t.reconcileLoop(gctx) })
 	g.Go(func() error { return t.backlogLoop(gctx) })
+	if t.cfg.IDs != nil && t.cfg.Clock != nil {
+		g.Go(func() error { return t.fireLoop(gctx) })
+	}
 	return g.Wait()
 }
 

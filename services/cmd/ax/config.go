@@ -23,6 +23,7 @@ import (
 	"github.com/axsched/ax/services/internal/ring"
 	"github.com/axsched/ax/services/internal/store"
 	"github.com/axsched/ax/services/reaper"
+	"github.com/axsched/ax/services/timer"
 )
 
 // Documented defaults (docs/operations.md lists them all).
@@ -135,7 +136,7 @@ func (f *serverFlags) register(fs *pflag.FlagSet, command string) {
 	fs.BoolVar(&f.relayGapTracking, "relay-gap-tracking", envBool("AX_RELAY_GAP_TRACKING", true), "publish history rows past holes in their IDs at once and watch the holes for late rows; false: publish only rows settled for --relay-settle [AX_RELAY_GAP_TRACKING]")
 	fs.DurationVar(&c.Relay.Settle, "relay-settle", envDur("AX_RELAY_SETTLE", store.SettleDefault), "without gap tracking, how long the relay stays behind the newest history row; longer than any transaction that writes history [AX_RELAY_SETTLE]")
 	fs.StringVar(&c.Node, "node", envStr("AX_NODE", membership.DefaultName()), "name of this process in history, locks and task rows [AX_NODE]")
-	fs.Int64Var(&c.NodeID, "node-id", int64(envInt("AX_NODE_ID", rand.IntN(1024))), "snowflake node ID 0..1023, distinct per submitter (default random) [AX_NODE_ID]")
+	fs.Int64Var(&c.NodeID, "node-id", int64(envInt("AX_NODE_ID", rand.IntN(1024))), "snowflake node ID 0..1023, distinct per submitter or timer (default random) [AX_NODE_ID]")
 	fs.StringVar((*string)(&c.Auth), "auth", envStr("AX_AUTH", string(auth.ModeAuto)), "check API keys: auto (on unless bound to loopback with no key; bound elsewhere with no key, refuse to start), on, or off [AX_AUTH]")
 	if command == "up" {
 		// Only the one-process try-out migrates; a service runs on the
@@ -155,6 +156,8 @@ func (f *serverFlags) register(fs *pflag.FlagSet, command string) {
 	fs.DurationVar(&c.Timer.Interval, "timer-interval", envDur("AX_TIMER_INTERVAL", 500*time.Millisecond), "longest the timer loop sleeps [AX_TIMER_INTERVAL]")
 	fs.DurationVar(&c.Timer.ReconcileInterval, "reconcile-interval", envDur("AX_RECONCILE_INTERVAL", 5*time.Second), "how often MySQL is searched for stale READY tasks [AX_RECONCILE_INTERVAL]")
 	fs.DurationVar(&c.Timer.ReconcileGrace, "reconcile-grace", envDur("AX_RECONCILE_GRACE", 5*time.Second), "how overdue an undispatched READY task must be to be re-driven [AX_RECONCILE_GRACE]")
+	fs.DurationVar(&c.Timer.ScheduleGrace, "schedule-grace", envDur("AX_SCHEDULE_GRACE", timer.ScheduleGraceDefault), "how late a schedule's fire time may be found before it counts as missed and the schedule's catch-up policy applies [AX_SCHEDULE_GRACE]")
+	fs.DurationVar(&c.Timer.SchedulePoll, "schedule-poll", envDur("AX_SCHEDULE_POLL", timer.SchedulePollDefault), "longest the schedule loop sleeps: how late a new or changed schedule's first fire may be [AX_SCHEDULE_POLL]")
 
 	fs.DurationVar(&c.Executor.LockTTL, "lock-ttl", envDur("AX_LOCK_TTL", 60*time.Second), "task lease length [AX_LOCK_TTL]")
 	fs.DurationVar(&c.Executor.RenewInterval, "renew-interval", envDur("AX_RENEW_INTERVAL", 5*time.Second), "lease renewal and heartbeat period [AX_RENEW_INTERVAL]")

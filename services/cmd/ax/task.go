@@ -117,5 +117,8 @@ func printTask(w io.Writer, t *contracts.Task) {
 	if t.Deduplicated {
 		row("deduplicated", "true (an existing task with this biz_key)")
 	}
+	if t.Origin != nil {
+		row("origin", "schedule "+t.Origin.Schedule+", fire time "+t.Origin.FireTime.Format(time.RFC3339Nano))
+	}
 	tw.Flush()
 }

@@ -50,6 +50,20 @@ var (
 	TimerDue = promauto.NewCounterVec(prometheus.CounterOpts{
 		Name: "ax_timer_due_total", Help: "Tasks taken from the sorted sets as due, by lane.",
 	}, []string{"lane"})
+	// ScheduleFires counts a schedule's fire times by what became of them:
+	// fired (a task), overlapped (passed over while the previous fire's
+	// task ran), missed (passed over by the catch-up policy), lost (the
+	// fire time had a fire already: the unique key kept the first) and
+	// refused (no task could be made: the template's type is gone).
+	ScheduleFires = promauto.NewCounterVec(prometheus.CounterOpts{
+		Name: "ax_schedule_fires_total", Help: "Schedule fire times handled by this timer, by outcome.",
+	}, []string{"outcome"})
+	// ScheduleLateness measures how long after its fire time a fire's task
+	// was created (never negative: schedules never fire early).
+	ScheduleLateness = promauto.NewHistogram(prometheus.HistogramOpts{
+		Name: "ax_schedule_fire_lateness_seconds", Help: "Time from a schedule's fire time to the commit of its task.",
+		Buckets: prometheus.ExponentialBuckets(0.001, 2, 15),
+	})
 	// TimerRebuilds counts rebuilds of the Redis index from MySQL.
 	TimerRebuilds = promauto.NewCounter(prometheus.CounterOpts{
 		Name: "ax_timer_rebuilds_total", Help: "Rebuilds of the Redis due-time index from MySQL.",

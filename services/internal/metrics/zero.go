@@ -18,6 +18,8 @@ var (
 	RunOutcomes = []string{"success", "failed", "timeout", "failed_silent", "timeout_silent", "returned", "cancelled"}
 	// SkipReasons are the values of ax_dispatcher_skipped_total's reason.
 	SkipReasons = []string{"undecodable", "not_found", "duplicate", "not_ready", "not_due", "paused"}
+	// ScheduleOutcomes are the values of ax_schedule_fires_total's outcome.
+	ScheduleOutcomes = []string{"fired", "overlapped", "missed", "lost", "refused"}
 	// ExecutorStates are the values of ax_cluster_executors's state.
 	ExecutorStates = []string{"alive", "dead"}
 	// prunedStatuses are the states retention deletes.
@@ -41,6 +43,9 @@ func init() {
 	}
 	for _, s := range prunedStatuses {
 		RetentionPruned.WithLabelValues(string(s))
+	}
+	for _, o := range ScheduleOutcomes {
+		ScheduleFires.WithLabelValues(o)
 	}
 	for _, s := range ExecutorStates {
 		ClusterExecutors.WithLabelValues(s)

@@ -1,0 +1,2 @@
+DROP TABLE schedule_fires;
+DROP TABLE schedules;
