@@ -1,0 +1,286 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"slices"
+
+	"github.com/axsched/ax/contracts"
+)
+
+// The workflow state machine, driven by the final transfers of its tasks
+// (see docs/workflows.md for the diagram):
+//
+//	RUNNING -> SUCCEEDED            every step ended, none failed unhandled
+//	RUNNING -> FAILED               a step failed for good, unhandled, and
+//	                                no succeeded step has a compensation
+//	RUNNING -> COMPENSATING         ... and some have: they run, last first
+//	COMPENSATING -> COMPENSATED     every compensation succeeded
+//	COMPENSATING -> COMPENSATION_FAILED  one did not
+//	RUNNING, COMPENSATING -> CANCELLED   through the API
+//
+// A failure is handled when the failed step has a child that waits for
+// its failure (when: failure or always): the workflow then goes on.
+
+// stepEvent is a workflow task that ended in this transaction.
+type stepEvent struct {
+	taskID  int64
+	key     string
+	status  contracts.Status
+	compFor bool // a compensation, not a step
+}
+
+// workflowsAfterFinal tells the workflows of the tasks in ids (those that
+// are steps or compensations) that they ended with finals.
+func (s *Store) workflowsAfterFinal(ctx context.Context, tx *sql.Tx, ids []int64, finals map[int64]contracts.Status) error {
+	byWF := map[int64][]stepEvent{}
+	for _, q := range []struct {
+		col     string
+		compFor bool
+	}{{"task_id", false}, {"compensation_task_id", true}} {
+		for chunk := range slices.Chunk(ids, batchChunkRows) {
+			rows, err := tx.QueryContext(ctx, `SELECT workflow_id, `+q.col+`, step_key FROM workflow_steps WHERE `+q.col+
+				` IN (`+placeholders(len(chunk))+`)`, anys(chunk)...)
+			if err != nil {
+				return fmt.Errorf("find workflows: %w", err)
+			}
+			for rows.Next() {
+				var wf int64
+				var e stepEvent
+				if err := rows.Scan(&wf, &e.taskID, &e.key); err != nil {
+					rows.Close()
+					return fmt.Errorf("find workflows: %w", err)
+				}
+				e.status, e.compFor = finals[e.taskID], q.compFor
+				byWF[wf] = append(byWF[wf], e)
+			}
+			rows.Close()
+			if err := rows.Err(); err != nil {
+				return fmt.Errorf("find workflows: %w", err)
+			}
+		}
+	}
+	wfs := make([]int64, 0, len(byWF))
+	for wf := range byWF {
+		wfs = append(wfs, wf)
+	}
+	slices.Sort(wfs)
+	for _, wf := range wfs {
+		if err := s.workflowEvents(ctx, tx, wf, byWF[wf]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// workflowEvents applies the ended tasks of one workflow to its row.
+func (s *Store) workflowEvents(ctx context.Context, tx *sql.Tx, id int64, evs []stepEvent) error {
+	w, err := lockWorkflow(ctx, tx, id)
+	if err != nil {
+		return err
+	}
+	var failed *stepEvent
+	var succeeded []int64
+	for i, e := range evs {
+		if e.compFor {
+			if w.status == contracts.WorkflowCompensating {
+				w.openComps--
+				w.compFailed = w.compFailed || e.status != contracts.StatusSuccess
+			}
+			continue
+		}
+		// A step ends once; a re-run from a dead letter ending again
+		// changes nothing here.
+		res, err := tx.ExecContext(ctx, `UPDATE workflow_steps SET final_status = ? WHERE task_id = ? AND final_status IS NULL`,
+			string(e.status), e.taskID)
+		if err != nil {
+			return fmt.Errorf("record step %q of workflow %d: %w", e.key, id, err)
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			continue
+		}
+		w.openSteps--
+		switch e.status {
+		case contracts.StatusFailed, contracts.StatusTimeout:
+			handled, err := failureHandled(ctx, tx, e.taskID)
+			if err != nil {
+				return err
+			}
+			if !handled && failed == nil {
+				failed = &evs[i]
+			}
+		case contracts.StatusSuccess:
+			succeeded = append(succeeded, e.taskID)
+		}
+	}
+	switch {
+	case failed != nil && w.status == contracts.WorkflowRunning:
+		return s.startCompensation(ctx, tx, w, *failed)
+	case w.status == contracts.WorkflowCompensating && len(succeeded) > 0:
+		// A step that was running when another failed and succeeded
+		// since is undone too, at once.
+		n, err := s.releaseCompensations(ctx, tx, w.id, succeeded)
+		if err != nil {
+			return err
+		}
+		w.openComps += n
+	case w.status == contracts.WorkflowRunning && w.openSteps <= 0:
+		w.status, w.reason = contracts.WorkflowSucceeded, "every step ended"
+	}
+	if w.status == contracts.WorkflowCompensating && w.openComps <= 0 {
+		w.status = contracts.WorkflowCompensated
+		if w.compFailed {
+			w.status = contracts.WorkflowCompensationFailed
+		}
+	}
+	if err := w.save(ctx, tx); err != nil {
+		return err
+	}
+	if !w.status.Final() {
+		return nil
+	}
+	// Saved first, so that these cancellations' own final transfers find
+	// the workflow ended and are not counted.
+	return s.cancelUnneeded(ctx, tx, w.id, nil, fmt.Sprintf("not needed: workflow %s", w.status))
+}
+
+// failureHandled reports whether a failed step has a child that waits for
+// its failure.
+func failureHandled(ctx context.Context, tx *sql.Tx, taskID int64) (bool, error) {
+	var n int
+	err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM task_dependencies WHERE parent_id = ? AND cond <> 'success'`, taskID).Scan(&n)
+	if err != nil {
+		return false, fmt.Errorf("failure branches of task %d: %w", taskID, err)
+	}
+	return n > 0, nil
+}
+
+// startCompensation answers a step that failed for good: the compensations
+// of the steps that succeeded run one after the other, the last step's
+// first, each waiting for the one before to end (when: always); the other
+// compensations are cancelled. With nothing to compensate the workflow
+// fails.
+func (s *Store) startCompensation(ctx context.Context, tx *sql.Tx, w *workflowRow, failed stepEvent) error {
+	comps, err := queryPairs(ctx, tx, `SELECT compensation_task_id, position FROM workflow_steps
+		WHERE final_status = 'SUCCESS' AND compensation_task_id IS NOT NULL AND workflow_id IN `, []int64{w.id}, ` ORDER BY position DESC`)
+	if err != nil {
+		return fmt.Errorf("compensations of workflow %d: %w", w.id, err)
+	}
+	chain := make([]int64, len(comps))
+	for i, c := range comps {
+		chain[i] = c[0]
+	}
+	why := fmt.Sprintf("step %q (task %d) ended %s", failed.key, failed.taskID, failed.status)
+	if len(chain) == 0 {
+		w.status, w.reason = contracts.WorkflowFailed, why
+		if err := w.save(ctx, tx); err != nil {
+			return err
+		}
+		return s.cancelUnneeded(ctx, tx, w.id, nil, "not needed: "+why)
+	}
+	// The compensations of steps that have not ended stay, in case they
+	// succeed while the others run (releaseCompensations). The rest are
+	// cancelled while the workflow is still RUNNING, so that their own
+	// final transfers are not counted as compensations.
+	open, err := queryPairs(ctx, tx, `SELECT compensation_task_id, position FROM workflow_steps
+		WHERE final_status IS NULL AND compensation_task_id IS NOT NULL AND workflow_id IN `, []int64{w.id}, ``)
+	if err != nil {
+		return fmt.Errorf("compensations of workflow %d: %w", w.id, err)
+	}
+	keep := slices.Clone(chain)
+	for _, o := range open {
+		keep = append(keep, o[0])
+	}
+	if err := s.cancelUnneeded(ctx, tx, w.id, keep, "not needed: "+why); err != nil {
+		return err
+	}
+	edges := make([][]any, 0, len(chain)-1)
+	for i := 1; i < len(chain); i++ {
+		edges = append(edges, []any{chain[i-1], chain[i], string(contracts.WhenAlways)})
+	}
+	if len(edges) > 0 {
+		if err := insertRows(ctx, tx, `INSERT INTO task_dependencies (parent_id, child_id, cond) VALUES `, "", edges); err != nil {
+			return fmt.Errorf("chain compensations of workflow %d: %w", w.id, err)
+		}
+	}
+	w.status, w.reason = contracts.WorkflowCompensating, fmt.Sprintf("%s: compensating %d step(s)", why, len(chain))
+	w.openComps = len(chain)
+	if err := w.save(ctx, tx); err != nil {
+		return err
+	}
+	return s.releaseNow(ctx, tx, chain[:1], "compensation started: "+why)
+}
+
+// releaseCompensations starts at once the compensations of the steps in
+// taskIDs, returning how many it started.
+func (s *Store) releaseCompensations(ctx context.Context, tx *sql.Tx, wf int64, taskIDs []int64) (int, error) {
+	pairs, err := queryPairs(ctx, tx, `SELECT compensation_task_id, task_id FROM workflow_steps WHERE compensation_task_id IS NOT NULL AND task_id IN `, taskIDs, ``)
+	if err != nil {
+		return 0, fmt.Errorf("compensations of workflow %d: %w", wf, err)
+	}
+	var ids []int64
+	for _, p := range pairs {
+		ids = append(ids, p[0])
+	}
+	if len(ids) == 0 {
+		return 0, nil
+	}
+	status, err := lockStatuses(ctx, tx, ids)
+	if err != nil {
+		return 0, err
+	}
+	ids = slices.DeleteFunc(ids, func(id int64) bool { return status[id] != contracts.StatusSuspend })
+	slices.Sort(ids)
+	return len(ids), s.releaseNow(ctx, tx, ids, "compensation started: the step succeeded after the workflow began compensating")
+}
+
+// releaseNow moves SUSPEND tasks to READY, due at once.
+func (s *Store) releaseNow(ctx context.Context, tx *sql.Tx, ids []int64, reason string) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	now := s.now().UnixMilli()
+	chains := make([][]TransferParams, len(ids))
+	for i, id := range ids {
+		chains[i] = []TransferParams{{TaskID: id, From: contracts.StatusSuspend, To: contracts.StatusReady,
+			Reason: reason, Actor: "workflow"}}
+	}
+	if err := s.fillDue(ctx, tx, chains, now); err != nil {
+		return err
+	}
+	return s.mustTransfer(ctx, tx, chains, ids)
+}
+
+// cancelUnneeded cancels the compensations of workflow wf still waiting in
+// SUSPEND with no parents, except those in keep.
+func (s *Store) cancelUnneeded(ctx context.Context, tx *sql.Tx, wf int64, keep []int64, reason string) error {
+	pairs, err := queryPairs(ctx, tx, `SELECT ws.compensation_task_id, ws.position FROM workflow_steps ws
+		JOIN tasks t ON t.id = ws.compensation_task_id WHERE t.status = 'SUSPEND' AND ws.workflow_id IN `, []int64{wf}, ` ORDER BY ws.compensation_task_id`)
+	if err != nil {
+		return fmt.Errorf("compensations of workflow %d: %w", wf, err)
+	}
+	var ids []int64
+	for _, p := range pairs {
+		if !slices.Contains(keep, p[0]) {
+			ids = append(ids, p[0])
+		}
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	status, err := lockStatuses(ctx, tx, ids)
+	if err != nil {
+		return err
+	}
+	var chains [][]TransferParams
+	var tids []int64
+	for _, id := range ids {
+		if status[id] == contracts.StatusSuspend {
+			chains = append(chains, []TransferParams{{TaskID: id, From: contracts.StatusSuspend,
+				To: contracts.StatusCancelled, Reason: reason, Actor: "workflow"}})
+			tids = append(tids, id)
+		}
+	}
+	return s.mustTransfer(ctx, tx, chains, tids)
+}
