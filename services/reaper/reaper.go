@@ -87,6 +87,8 @@ type Reaper struct {
 	nextDeath atomic.Int64
 	// lastPrune is when idempotency keys were last pruned.
 	lastPrune time.Time
+	// lastSuspended is when SUSPEND tasks were last reconciled.
+	lastSuspended time.Time
 }
 
 // New builds a reaper.
@@ -133,6 +135,12 @@ func (r *Reaper) Run(ctx context.Context) error {
 		}
 		if _, err := r.RunOnce(ctx); err != nil && ctx.Err() == nil {
 			r.logger.Warn("reaper pass failed", "err", err)
+		}
+		if time.Since(r.lastSuspended) >= suspendedEvery {
+			r.lastSuspended = time.Now()
+			if _, err := r.SettleSuspended(ctx); err != nil && ctx.Err() == nil {
+				r.logger.Warn("suspended-task pass failed", "err", err)
+			}
 		}
 		if r.cfg.IdempotencyRetention > 0 && time.Since(r.lastPrune) >= pruneEvery {
 			r.lastPrune = time.Now()

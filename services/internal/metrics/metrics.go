@@ -137,4 +137,10 @@ var (
 	ReaperStrandedMoved = promauto.NewCounter(prometheus.CounterOpts{
 		Name: "ax_reaper_stranded_moved_total", Help: "Task messages moved off departed executor nodes' subjects back to the dispatcher.",
 	})
+	// ReaperSuspendedSettled counts SUSPEND tasks the reaper released or
+	// cancelled because their parents had all ended and nothing had
+	// settled them: each is a release the parents' own transfers missed.
+	ReaperSuspendedSettled = promauto.NewCounter(prometheus.CounterOpts{
+		Name: "ax_reaper_suspended_settled_total", Help: "SUSPEND tasks whose parents had all ended, settled by the reaper's reconciler instead of the parents' final transfers.",
+	})
 )
