@@ -256,12 +256,31 @@ func decide(id int64, edges []edge, nowMs int64) (TransferParams, bool) {
 	if waiting || len(edges) == 0 {
 		return TransferParams{}, false
 	}
-	parts := make([]string, len(edges))
-	for i, e := range edges {
-		parts[i] = fmt.Sprintf("%d %s", e.parent, e.parentStatus)
-	}
 	return TransferParams{TaskID: id, From: contracts.StatusSuspend, To: contracts.StatusReady,
-		Reason: "released: parents ended (" + strings.Join(parts, ", ") + ")", Actor: "dag"}, true
+		Reason: "released: " + parentsEnded(edges), Actor: "dag"}, true
+}
+
+// parentsEnded says how the parents ended: each by ID when they are few,
+// counted by state when they are many (a fan-in of hundreds).
+func parentsEnded(edges []edge) string {
+	if len(edges) <= 8 {
+		parts := make([]string, len(edges))
+		for i, e := range edges {
+			parts[i] = fmt.Sprintf("%d %s", e.parent, e.parentStatus)
+		}
+		return "parents ended (" + strings.Join(parts, ", ") + ")"
+	}
+	count := map[contracts.Status]int{}
+	for _, e := range edges {
+		count[e.parentStatus]++
+	}
+	var parts []string
+	for _, st := range finalStates {
+		if count[st] > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", count[st], st))
+		}
+	}
+	return fmt.Sprintf("all %d parents ended (%s)", len(edges), strings.Join(parts, ", "))
 }
 
 func conditionText(c contracts.Condition) string {
