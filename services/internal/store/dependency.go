@@ -118,7 +118,7 @@ func lockStatuses(ctx context.Context, tx *sql.Tx, ids []int64) (map[int64]contr
 	uniq = slices.Compact(uniq)
 	out := make(map[int64]contracts.Status, len(uniq))
 	for chunk := range slices.Chunk(uniq, batchChunkRows) {
-		rows, err := tx.QueryContext(ctx, `SELECT id, status FROM tasks WHERE id IN (`+placeholders(len(chunk))+`) ORDER BY id FOR UPDATE`, anys(chunk)...)
+		rows, err := tx.QueryContext(ctx, `SELECT id, status FROM tasks WHERE id IN (`+marks(len(chunk))+`) ORDER BY id FOR UPDATE`, int64Args(chunk)...)
 		if err != nil {
 			return nil, fmt.Errorf("lock tasks: %w", err)
 		}
@@ -306,7 +306,7 @@ func (s *Store) fillDue(ctx context.Context, tx *sql.Tx, chains [][]TransferPara
 		return nil
 	}
 	due := make(map[int64]int64, len(ids))
-	rows, err := tx.QueryContext(ctx, `SELECT id, next_run_time FROM tasks WHERE id IN (`+placeholders(len(ids))+`)`, anys(ids)...)
+	rows, err := tx.QueryContext(ctx, `SELECT id, next_run_time FROM tasks WHERE id IN (`+marks(len(ids))+`)`, int64Args(ids)...)
 	if err != nil {
 		return fmt.Errorf("read due times: %w", err)
 	}
@@ -341,7 +341,7 @@ func childEdges(ctx context.Context, tx *sql.Tx, children []int64) (map[int64][]
 	out := make(map[int64][]edge, len(children))
 	for chunk := range slices.Chunk(children, batchChunkRows) {
 		rows, err := tx.QueryContext(ctx, `SELECT child_id, parent_id, cond, parent_status FROM task_dependencies
-			WHERE child_id IN (`+placeholders(len(chunk))+`) ORDER BY child_id, parent_id LOCK IN SHARE MODE`, anys(chunk)...)
+			WHERE child_id IN (`+marks(len(chunk))+`) ORDER BY child_id, parent_id LOCK IN SHARE MODE`, int64Args(chunk)...)
 		if err != nil {
 			return nil, fmt.Errorf("read dependencies: %w", err)
 		}
@@ -370,7 +370,7 @@ func childEdges(ctx context.Context, tx *sql.Tx, children []int64) (map[int64][]
 // truth, copied onto the dependency rows, and the child is settled as the
 // parents' own transfers would have. It returns how many it moved.
 func (s *Store) ReconcileSuspended(ctx context.Context, olderThanMs int64, limit int) (int, error) {
-	fin := placeholders(len(finalStates))
+	fin := marks(len(finalStates))
 	args := []any{olderThanMs}
 	for _, st := range finalStates {
 		args = append(args, string(st))
@@ -415,7 +415,7 @@ func (s *Store) reconcileChild(ctx context.Context, id int64) (bool, error) {
 			args = append(args, string(f))
 		}
 		if _, err := tx.ExecContext(ctx, `UPDATE task_dependencies d JOIN tasks p ON p.id = d.parent_id
-			SET d.parent_status = p.status WHERE d.child_id = ? AND p.status IN (`+placeholders(len(finalStates))+`)`, args...); err != nil {
+			SET d.parent_status = p.status WHERE d.child_id = ? AND p.status IN (`+marks(len(finalStates))+`)`, args...); err != nil {
 			return fmt.Errorf("copy parents' states to task %d: %w", id, err)
 		}
 		if err := s.settleChildren(ctx, tx, []int64{id}); err != nil {
@@ -454,20 +454,10 @@ func (s *Store) Parents(ctx context.Context, id int64) ([]Dependency, error) {
 	return out, rows.Err()
 }
 
-func placeholders(n int) string { return "?" + strings.Repeat(", ?", n-1) }
-
-func anys(ids []int64) []any {
-	out := make([]any, len(ids))
-	for i, id := range ids {
-		out[i] = id
-	}
-	return out
-}
-
 // execIn runs head followed by "(ids...)" in chunks.
 func execIn(ctx context.Context, tx *sql.Tx, head string, ids []int64) error {
 	for chunk := range slices.Chunk(ids, batchChunkRows) {
-		if _, err := tx.ExecContext(ctx, head+"("+placeholders(len(chunk))+")", anys(chunk)...); err != nil {
+		if _, err := tx.ExecContext(ctx, head+"("+marks(len(chunk))+")", int64Args(chunk)...); err != nil {
 			return err
 		}
 	}
@@ -479,7 +469,7 @@ func execIn(ctx context.Context, tx *sql.Tx, head string, ids []int64) error {
 func queryPairs(ctx context.Context, tx *sql.Tx, head string, ids []int64, tail string) ([][2]int64, error) {
 	var out [][2]int64
 	for chunk := range slices.Chunk(ids, batchChunkRows) {
-		rows, err := tx.QueryContext(ctx, head+"("+placeholders(len(chunk))+")"+tail, anys(chunk)...)
+		rows, err := tx.QueryContext(ctx, head+"("+marks(len(chunk))+")"+tail, int64Args(chunk)...)
 		if err != nil {
 			return nil, err
 		}

@@ -101,7 +101,7 @@ func (s *Store) tasksWithBizKey(ctx context.Context, bizKey, taskType string) ([
 		args = append(args, t)
 	}
 	args = append(args, []byte(bizKey), maxBizKeyTaskMatch)
-	ids, err := s.queryInts(ctx, `SELECT id FROM tasks WHERE task_type IN (`+placeholders(len(types))+`) AND biz_key = ? ORDER BY id LIMIT ?`, args...)
+	ids, err := s.queryInts(ctx, `SELECT id FROM tasks WHERE task_type IN (`+marks(len(types))+`) AND biz_key = ? ORDER BY id LIMIT ?`, args...)
 	if err != nil {
 		return nil, fmt.Errorf("tasks with biz_key: %w", err)
 	}
@@ -122,8 +122,8 @@ func (s *Store) reachable(ctx context.Context, id int64) ([]int64, error) {
 	seen := map[int64]bool{id: true}
 	frontier := []int64{id}
 	for len(frontier) > 0 && len(seen) < maxLineageTasks {
-		in := placeholders(len(frontier))
-		args := append(anys(frontier), anys(frontier)...)
+		in := marks(len(frontier))
+		args := append(int64Args(frontier), int64Args(frontier)...)
 		rows, err := s.db.QueryContext(ctx, `SELECT parent_id, child_id FROM task_dependencies WHERE parent_id IN (`+in+`)
 			UNION SELECT parent_id, child_id FROM task_dependencies WHERE child_id IN (`+in+`)`, args...)
 		if err != nil {
@@ -234,7 +234,7 @@ func lineageTask(t *Task, hist []HistoryRow, step, compensates string) contracts
 func (s *Store) tasksByIDs(ctx context.Context, ids []int64) (map[int64]*Task, error) {
 	out := make(map[int64]*Task, len(ids))
 	for chunk := range slices.Chunk(ids, batchChunkRows) {
-		rows, err := s.db.QueryContext(ctx, `SELECT `+taskColumns+` FROM tasks WHERE id IN (`+placeholders(len(chunk))+`)`, anys(chunk)...)
+		rows, err := s.db.QueryContext(ctx, `SELECT `+taskColumns+` FROM tasks WHERE id IN (`+marks(len(chunk))+`)`, int64Args(chunk)...)
 		if err != nil {
 			return nil, fmt.Errorf("load tasks: %w", err)
 		}
@@ -260,7 +260,7 @@ func (s *Store) histories(ctx context.Context, ids []int64) (map[int64][]History
 	out := make(map[int64][]HistoryRow, len(ids))
 	for chunk := range slices.Chunk(ids, batchChunkRows) {
 		rows, err := s.db.QueryContext(ctx, `SELECT task_id, from_status, to_status, attempt, reason, actor, created_at
-			FROM task_history WHERE task_id IN (`+placeholders(len(chunk))+`) AND rejected = 0 ORDER BY task_id, id`, anys(chunk)...)
+			FROM task_history WHERE task_id IN (`+marks(len(chunk))+`) AND rejected = 0 ORDER BY task_id, id`, int64Args(chunk)...)
 		if err != nil {
 			return nil, fmt.Errorf("load histories: %w", err)
 		}
@@ -287,7 +287,7 @@ func (s *Store) edgesOf(ctx context.Context, ids []int64) ([]contracts.LineageEd
 	var out []contracts.LineageEdge
 	for chunk := range slices.Chunk(ids, batchChunkRows) {
 		rows, err := s.db.QueryContext(ctx, `SELECT parent_id, child_id, cond FROM task_dependencies
-			WHERE child_id IN (`+placeholders(len(chunk))+`) ORDER BY child_id, parent_id`, anys(chunk)...)
+			WHERE child_id IN (`+marks(len(chunk))+`) ORDER BY child_id, parent_id`, int64Args(chunk)...)
 		if err != nil {
 			return nil, fmt.Errorf("load edges: %w", err)
 		}

@@ -41,7 +41,7 @@ func (s *Store) workflowsAfterFinal(ctx context.Context, tx *sql.Tx, ids []int64
 	}{{"task_id", false}, {"compensation_task_id", true}} {
 		for chunk := range slices.Chunk(ids, batchChunkRows) {
 			rows, err := tx.QueryContext(ctx, `SELECT workflow_id, `+q.col+`, step_key FROM workflow_steps WHERE `+q.col+
-				` IN (`+placeholders(len(chunk))+`)`, anys(chunk)...)
+				` IN (`+marks(len(chunk))+`)`, int64Args(chunk)...)
 			if err != nil {
 				return fmt.Errorf("find workflows: %w", err)
 			}
