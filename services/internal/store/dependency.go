@@ -22,14 +22,25 @@ import (
 // ordinary transfer, with its history row and event. A cancelled child is
 // final in turn and settles its own children.
 //
-// Locks: a dependency row is written only by a transaction that holds the
-// child's row lock, and children are locked in ascending id order after
-// their parents (a child's id is always above its parents'), so two
+// Locks: a dependency row's parent_status is written only by a transaction
+// that holds the child's row lock, an edge is inserted only by one that
+// holds the parent's, and children are locked in ascending id order after
+// their parents (a child's id is always above its parents'). So two
 // parents ending at once are serialised on the child and the second sees
-// the first's state; neither misses the other. What still slips (a crash
-// is not one: the release commits with the parent's outcome) is caught by
-// the reaper's reconciler, which re-settles SUSPEND tasks whose parents
-// have all ended (ReconcileSuspended): MySQL is the truth.
+// the first's state; neither misses the other. A child's edges are read
+// with a plain read, not a locking one: a locking read on the child index
+// takes gap locks that made workflows created meanwhile wait for the
+// outcome's commit. A plain read's snapshot is taken at the transaction's
+// first plain read, which on the path of an ending task is this one, after
+// the child's lock (everything before it locks), so it sees every commit
+// that matters; a test ends eight parents of one child at once to hold
+// this. Only a cascade (a
+// cancelled child settling its own children later in the same
+// transaction) can read an older snapshot and miss a grandchild's other
+// parent ending meanwhile; that, and whatever else slips (a crash is not
+// one: the release commits with the parent's outcome), is caught by the
+// reaper's reconciler, which re-settles SUSPEND tasks whose parents have
+// all ended (ReconcileSuspended): MySQL is the truth, a miss costs seconds.
 
 // UnknownParentError names parents that do not exist.
 type UnknownParentError struct{ IDs []int64 }
@@ -148,8 +159,8 @@ func (s *Store) afterFinal(ctx context.Context, tx *sql.Tx, finals map[int64]con
 		ids = append(ids, id)
 	}
 	slices.Sort(ids)
-	// FOR SHARE reads the latest rows and lets the parents of a shared
-	// child read them at once; only the holder of a child's lock writes.
+	// A locking read, so that the transaction's snapshot is not taken
+	// before the children are locked (see the package comment on locks).
 	pairs, err := queryPairs(ctx, tx, `SELECT parent_id, child_id FROM task_dependencies WHERE parent_id IN `, ids, ` LOCK IN SHARE MODE`)
 	if err != nil {
 		return fmt.Errorf("find children: %w", err)
@@ -164,13 +175,15 @@ func (s *Store) afterFinal(ctx context.Context, tx *sql.Tx, finals map[int64]con
 		if _, err := lockStatuses(ctx, tx, children); err != nil {
 			return err
 		}
+		byStatus := map[contracts.Status][]int64{}
 		for _, id := range ids {
-			if !withChildren[id] {
-				continue
+			if withChildren[id] {
+				byStatus[finals[id]] = append(byStatus[finals[id]], id)
 			}
-			if _, err := tx.ExecContext(ctx, `UPDATE task_dependencies SET parent_status = ? WHERE parent_id = ?`,
-				string(finals[id]), id); err != nil {
-				return fmt.Errorf("record the end of parent %d: %w", id, err)
+		}
+		for st, parents := range byStatus {
+			if err := execIn(ctx, tx, `UPDATE task_dependencies SET parent_status = ? WHERE parent_id IN `, parents, string(st)); err != nil {
+				return fmt.Errorf("record the end of %d parent(s): %w", len(parents), err)
 			}
 		}
 		if err := s.settleChildren(ctx, tx, children); err != nil {
@@ -336,12 +349,13 @@ func (s *Store) fillDue(ctx context.Context, tx *sql.Tx, chains [][]TransferPara
 	return nil
 }
 
-// childEdges reads the dependencies of children, locking them shared.
+// childEdges reads the dependencies of children with a plain read (see
+// the package comment on locks).
 func childEdges(ctx context.Context, tx *sql.Tx, children []int64) (map[int64][]edge, error) {
 	out := make(map[int64][]edge, len(children))
 	for chunk := range slices.Chunk(children, batchChunkRows) {
 		rows, err := tx.QueryContext(ctx, `SELECT child_id, parent_id, cond, parent_status FROM task_dependencies
-			WHERE child_id IN (`+marks(len(chunk))+`) ORDER BY child_id, parent_id LOCK IN SHARE MODE`, int64Args(chunk)...)
+			WHERE child_id IN (`+marks(len(chunk))+`) ORDER BY child_id, parent_id`, int64Args(chunk)...)
 		if err != nil {
 			return nil, fmt.Errorf("read dependencies: %w", err)
 		}
@@ -454,10 +468,11 @@ func (s *Store) Parents(ctx context.Context, id int64) ([]Dependency, error) {
 	return out, rows.Err()
 }
 
-// execIn runs head followed by "(ids...)" in chunks.
-func execIn(ctx context.Context, tx *sql.Tx, head string, ids []int64) error {
+// execIn runs head followed by "(ids...)" in chunks; args fill head's own
+// placeholders.
+func execIn(ctx context.Context, tx *sql.Tx, head string, ids []int64, args ...any) error {
 	for chunk := range slices.Chunk(ids, batchChunkRows) {
-		if _, err := tx.ExecContext(ctx, head+"("+marks(len(chunk))+")", int64Args(chunk)...); err != nil {
+		if _, err := tx.ExecContext(ctx, head+"("+marks(len(chunk))+")", append(slices.Clone(args), int64Args(chunk)...)...); err != nil {
 			return err
 		}
 	}

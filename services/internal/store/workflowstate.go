@@ -29,6 +29,9 @@ type stepEvent struct {
 	key     string
 	status  contracts.Status
 	compFor bool // a compensation, not a step
+	// open: the step had not ended before. A step ends once; a re-run
+	// from a dead letter ending again changes nothing.
+	open bool
 }
 
 // workflowsAfterFinal tells the workflows of the tasks in ids (those that
@@ -40,7 +43,7 @@ func (s *Store) workflowsAfterFinal(ctx context.Context, tx *sql.Tx, ids []int64
 		compFor bool
 	}{{"task_id", false}, {"compensation_task_id", true}} {
 		for chunk := range slices.Chunk(ids, batchChunkRows) {
-			rows, err := tx.QueryContext(ctx, `SELECT workflow_id, `+q.col+`, step_key FROM workflow_steps WHERE `+q.col+
+			rows, err := tx.QueryContext(ctx, `SELECT workflow_id, `+q.col+`, step_key, final_status IS NULL FROM workflow_steps WHERE `+q.col+
 				` IN (`+marks(len(chunk))+`)`, int64Args(chunk)...)
 			if err != nil {
 				return fmt.Errorf("find workflows: %w", err)
@@ -48,7 +51,7 @@ func (s *Store) workflowsAfterFinal(ctx context.Context, tx *sql.Tx, ids []int64
 			for rows.Next() {
 				var wf int64
 				var e stepEvent
-				if err := rows.Scan(&wf, &e.taskID, &e.key); err != nil {
+				if err := rows.Scan(&wf, &e.taskID, &e.key, &e.open); err != nil {
 					rows.Close()
 					return fmt.Errorf("find workflows: %w", err)
 				}
@@ -61,6 +64,9 @@ func (s *Store) workflowsAfterFinal(ctx context.Context, tx *sql.Tx, ids []int64
 			}
 		}
 	}
+	if err := recordStepEnds(ctx, tx, byWF); err != nil {
+		return err
+	}
 	wfs := make([]int64, 0, len(byWF))
 	for wf := range byWF {
 		wfs = append(wfs, wf)
@@ -69,6 +75,26 @@ func (s *Store) workflowsAfterFinal(ctx context.Context, tx *sql.Tx, ids []int64
 	for _, wf := range wfs {
 		if err := s.workflowEvents(ctx, tx, wf, byWF[wf]); err != nil {
 			return err
+		}
+	}
+	return nil
+}
+
+// recordStepEnds writes the final state of the steps that ended, one
+// statement per state. The steps' task rows are locked by the transfer,
+// so nobody else ends them meanwhile.
+func recordStepEnds(ctx context.Context, tx *sql.Tx, byWF map[int64][]stepEvent) error {
+	byStatus := map[contracts.Status][]int64{}
+	for _, evs := range byWF {
+		for _, e := range evs {
+			if !e.compFor && e.open {
+				byStatus[e.status] = append(byStatus[e.status], e.taskID)
+			}
+		}
+	}
+	for st, ids := range byStatus {
+		if err := execIn(ctx, tx, `UPDATE workflow_steps SET final_status = ? WHERE task_id IN `, ids, string(st)); err != nil {
+			return fmt.Errorf("record the end of %d step(s): %w", len(ids), err)
 		}
 	}
 	return nil
@@ -90,14 +116,7 @@ func (s *Store) workflowEvents(ctx context.Context, tx *sql.Tx, id int64, evs []
 			}
 			continue
 		}
-		// A step ends once; a re-run from a dead letter ending again
-		// changes nothing here.
-		res, err := tx.ExecContext(ctx, `UPDATE workflow_steps SET final_status = ? WHERE task_id = ? AND final_status IS NULL`,
-			string(e.status), e.taskID)
-		if err != nil {
-			return fmt.Errorf("record step %q of workflow %d: %w", e.key, id, err)
-		}
-		if n, _ := res.RowsAffected(); n == 0 {
+		if !e.open {
 			continue
 		}
 		w.openSteps--
@@ -255,8 +274,10 @@ func (s *Store) releaseNow(ctx context.Context, tx *sql.Tx, ids []int64, reason 
 // cancelUnneeded cancels the compensations of workflow wf still waiting in
 // SUSPEND with no parents, except those in keep.
 func (s *Store) cancelUnneeded(ctx context.Context, tx *sql.Tx, wf int64, keep []int64, reason string) error {
-	pairs, err := queryPairs(ctx, tx, `SELECT ws.compensation_task_id, ws.position FROM workflow_steps ws
-		JOIN tasks t ON t.id = ws.compensation_task_id WHERE t.status = 'SUSPEND' AND ws.workflow_id IN `, []int64{wf}, ` ORDER BY ws.compensation_task_id`)
+	// By the workflow's key alone: a join on the tasks' state could be
+	// driven from every SUSPEND task instead.
+	pairs, err := queryPairs(ctx, tx, `SELECT compensation_task_id, position FROM workflow_steps
+		WHERE compensation_task_id IS NOT NULL AND workflow_id IN `, []int64{wf}, ``)
 	if err != nil {
 		return fmt.Errorf("compensations of workflow %d: %w", wf, err)
 	}
@@ -266,6 +287,7 @@ func (s *Store) cancelUnneeded(ctx context.Context, tx *sql.Tx, wf int64, keep [
 			ids = append(ids, p[0])
 		}
 	}
+	slices.Sort(ids)
 	if len(ids) == 0 {
 		return nil
 	}
