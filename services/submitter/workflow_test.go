@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -109,6 +110,17 @@ func TestWorkflowDiamondReleasesEachChildOnceItsParentsSucceed(t *testing.T) {
 	require.Equal(t, contracts.StatusReady, h[1].To)
 	require.Contains(t, h[1].Reason, strconv.FormatInt(ids["b"], 10)+" SUCCESS")
 	require.Contains(t, h[1].Reason, strconv.FormatInt(ids["c"], 10)+" SUCCESS")
+
+	// A step with a delay of its own keeps it when released.
+	wf2 := f.submitWorkflow(t, `{"name":"later","steps":[
+		{"key":"a","type":"ax.noop"},
+		{"key":"b","type":"ax.noop","depends_on":["a"],"delay":"30m"}]}`)
+	ids2 := stepIDs(t, wf2)
+	finish(t, f.st, ids2["a"], contracts.StatusSuccess)
+	b, err := f.st.GetTask(context.Background(), ids2["b"])
+	require.NoError(t, err)
+	require.Equal(t, contracts.StatusReady, b.Status)
+	require.Greater(t, b.NextRunTimeMs, time.Now().Add(29*time.Minute).UnixMilli(), "still due in 30 minutes")
 
 	// The same name and biz_key is the same workflow.
 	rec := f.do(t, http.MethodPost, "/v1/workflows", strings.NewReader(`{"name":"diamond","biz_key":"d-1","steps":[{"key":"x","type":"ax.noop"}]}`))
