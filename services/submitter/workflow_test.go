@@ -446,3 +446,44 @@ func TestLineageShowsWhySMSWasCancelled(t *testing.T) {
 	require.Equal(t, http.StatusBadRequest, f.do(t, http.MethodGet, "/v1/lineage", nil).Code)
 	require.Equal(t, http.StatusNotFound, f.do(t, http.MethodGet, "/v1/tasks/12345/lineage", nil).Code)
 }
+
+// Outside a workflow, a task's lineage is what its dependencies reach,
+// both ways; by business key it is found through its type.
+func TestLineageOfTasksLinkedByParents(t *testing.T) {
+	f := newFixture(t)
+	submit := func(body string) contracts.Task {
+		rec := f.do(t, http.MethodPost, "/v1/tasks", strings.NewReader(body))
+		require.Equal(t, http.StatusCreated, rec.Code, rec.Body.String())
+		var task contracts.Task
+		require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &task))
+		return task
+	}
+	root := submit(`{"type":"ax.noop","biz_key":"invoice-9"}`)
+	mid := submit(`{"type":"ax.noop","parents":["` + root.ID + `"]}`)
+	leaf := submit(`{"type":"ax.noop","parents":["` + mid.ID + `"],"when":"always"}`)
+	other := submit(`{"type":"ax.noop"}`)
+
+	rec := f.do(t, http.MethodGet, "/v1/tasks/"+mid.ID+"/lineage", nil)
+	require.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
+	var l contracts.Lineage
+	require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &l))
+	require.Nil(t, l.Workflow)
+	var got []string
+	for _, task := range l.Tasks {
+		got = append(got, task.ID)
+	}
+	require.ElementsMatch(t, []string{root.ID, mid.ID, leaf.ID}, got, "not %s, which is unrelated", other.ID)
+	require.ElementsMatch(t, []contracts.LineageEdge{
+		{Parent: root.ID, Child: mid.ID, When: contracts.WhenSuccess},
+		{Parent: mid.ID, Child: leaf.ID, When: contracts.WhenAlways},
+	}, l.Edges)
+
+	rec = f.do(t, http.MethodGet, "/v1/lineage?biz_key=invoice-9&type=ax.noop", nil)
+	require.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
+	var list contracts.LineageList
+	require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &list))
+	require.Len(t, list.Lineages, 1)
+	require.Len(t, list.Lineages[0].Tasks, 3)
+	rec = f.do(t, http.MethodGet, "/v1/lineage?biz_key=invoice-9&type=no.such", nil)
+	require.JSONEq(t, `{"biz_key":"invoice-9","lineages":[]}`, rec.Body.String())
+}
