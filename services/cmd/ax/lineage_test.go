@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -103,4 +105,35 @@ func TestLineageTreeSaysWhyTheSMSWasNotSent(t *testing.T) {
 
 	out, err = runAx(t, "workflow", "cancel", strconv.FormatInt(charge, 10), "--api", api)
 	require.Error(t, err, out)
+}
+
+func TestWorkflowAndParentCommands(t *testing.T) {
+	_, api := apiServer(t)
+	out, err := runAx(t, "task", "submit", "--type", "shop.charge", "--api", api, "-o", "json")
+	require.NoError(t, err, out)
+	var parent contracts.Task
+	require.NoError(t, json.Unmarshal([]byte(out), &parent))
+	out, err = runAx(t, "task", "submit", "--type", "shop.sms", "--parent", parent.ID, "--when", "always", "--api", api)
+	require.NoError(t, err, out)
+	require.Contains(t, out, "SUSPEND")
+
+	cmd := newRootCmd()
+	var buf bytes.Buffer
+	cmd.SetOut(&buf)
+	cmd.SetIn(strings.NewReader(`{"name":"pair","steps":[{"key":"a","type":"shop.charge","compensate":{"type":"shop.sms"}},
+		{"key":"b","type":"shop.sms","depends_on":["a"],"when":"failure"}]}`))
+	cmd.SetArgs([]string{"workflow", "submit", "-f", "-", "--api", api, "-o", "json"})
+	require.NoError(t, cmd.ExecuteContext(t.Context()))
+	var wf contracts.Workflow
+	require.NoError(t, json.Unmarshal(buf.Bytes(), &wf))
+	out, err = runAx(t, "workflow", "get", wf.ID, "--api", api)
+	require.NoError(t, err, out)
+	require.Contains(t, out, `"pair": RUNNING`)
+	require.Regexp(t, `b\s+\d+\s+shop.sms\s+SUSPEND\s+a \(failure\)`, out)
+	require.Regexp(t, `a\s+\d+\s+shop.charge\s+READY\s+-\s+\d+ SUSPEND`, out)
+	out, err = runAx(t, "workflow", "cancel", wf.ID, "--api", api)
+	require.NoError(t, err, out)
+	require.Contains(t, out, `"pair": CANCELLED`)
+	_, err = runAx(t, "workflow", "cancel", wf.ID, "--api", api)
+	require.ErrorContains(t, err, "illegal_transition")
 }
