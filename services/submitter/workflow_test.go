@@ -487,3 +487,39 @@ func TestLineageOfTasksLinkedByParents(t *testing.T) {
 	rec = f.do(t, http.MethodGet, "/v1/lineage?biz_key=invoice-9&type=no.such", nil)
 	require.JSONEq(t, `{"biz_key":"invoice-9","lineages":[]}`, rec.Body.String())
 }
+
+// Steps of several workflows ending in one batch (an executor's outcomes)
+// move every workflow in that one transaction.
+func TestStepsOfManyWorkflowsEndingInOneBatch(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	var wfs []contracts.Workflow
+	var chains [][]store.TransferParams
+	for i := range 4 {
+		wf := f.submitWorkflow(t, `{"name":"one","steps":[{"key":"a","type":"ax.noop","compensate":{"type":"ax.noop"}}]}`)
+		wfs = append(wfs, wf)
+		id := stepIDs(t, wf)["a"]
+		res, err := f.st.Transfer(ctx, store.TransferParams{TaskID: id, From: contracts.StatusReady, To: contracts.StatusRunning,
+			Claim: true, Executor: "n", Reason: "claimed"})
+		require.NoError(t, err)
+		to := contracts.StatusSuccess
+		if i == 3 {
+			to = contracts.StatusFailed
+		}
+		chains = append(chains, []store.TransferParams{{TaskID: id, From: contracts.StatusRunning, To: to, Attempt: &res.Attempt}})
+	}
+	out, err := f.st.TransferBatch(ctx, chains)
+	require.NoError(t, err)
+	for _, r := range out {
+		require.NoError(t, r.Err)
+	}
+	for i, wf := range wfs {
+		got := f.workflow(t, wf.ID)
+		want := contracts.WorkflowSucceeded
+		if i == 3 {
+			want = contracts.WorkflowFailed
+		}
+		require.Equal(t, want, got.Status, "workflow %d", i)
+		require.Equal(t, contracts.StatusCancelled, got.Steps[0].CompensationStatus, "not needed")
+	}
+}

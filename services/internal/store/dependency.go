@@ -103,7 +103,7 @@ func (s *Store) linkParents(ctx context.Context, tx *sql.Tx, nts []NewTask, crea
 		slices.Sort(missing)
 		return &UnknownParentError{IDs: missing}
 	}
-	if err := execIn(ctx, tx, `UPDATE tasks SET dag = 1 WHERE dag = 0 AND id IN `, ids); err != nil {
+	if err := execIn(ctx, tx, `UPDATE tasks FORCE INDEX (PRIMARY) SET dag = 1 WHERE dag = 0 AND id IN `, ids); err != nil {
 		return fmt.Errorf("mark parents: %w", err)
 	}
 	var settle []int64
@@ -129,7 +129,7 @@ func lockStatuses(ctx context.Context, tx *sql.Tx, ids []int64) (map[int64]contr
 	uniq = slices.Compact(uniq)
 	out := make(map[int64]contracts.Status, len(uniq))
 	for chunk := range slices.Chunk(uniq, batchChunkRows) {
-		rows, err := tx.QueryContext(ctx, `SELECT id, status FROM tasks WHERE id IN (`+marks(len(chunk))+`) ORDER BY id FOR UPDATE`, int64Args(chunk)...)
+		rows, err := tx.QueryContext(ctx, `SELECT id, status FROM tasks FORCE INDEX (PRIMARY) WHERE id IN (`+marks(len(chunk))+`) ORDER BY id FOR UPDATE`, int64Args(chunk)...)
 		if err != nil {
 			return nil, fmt.Errorf("lock tasks: %w", err)
 		}
@@ -161,7 +161,7 @@ func (s *Store) afterFinal(ctx context.Context, tx *sql.Tx, finals map[int64]con
 	slices.Sort(ids)
 	// A locking read, so that the transaction's snapshot is not taken
 	// before the children are locked (see the package comment on locks).
-	pairs, err := queryPairs(ctx, tx, `SELECT parent_id, child_id FROM task_dependencies WHERE parent_id IN `, ids, ` LOCK IN SHARE MODE`)
+	pairs, err := queryPairs(ctx, tx, `SELECT parent_id, child_id FROM task_dependencies FORCE INDEX (PRIMARY) WHERE parent_id IN `, ids, ` LOCK IN SHARE MODE`)
 	if err != nil {
 		return fmt.Errorf("find children: %w", err)
 	}
@@ -182,7 +182,7 @@ func (s *Store) afterFinal(ctx context.Context, tx *sql.Tx, finals map[int64]con
 			}
 		}
 		for st, parents := range byStatus {
-			if err := execIn(ctx, tx, `UPDATE task_dependencies SET parent_status = ? WHERE parent_id IN `, parents, string(st)); err != nil {
+			if err := execIn(ctx, tx, `UPDATE task_dependencies FORCE INDEX (PRIMARY) SET parent_status = ? WHERE parent_id IN `, parents, string(st)); err != nil {
 				return fmt.Errorf("record the end of %d parent(s): %w", len(parents), err)
 			}
 		}

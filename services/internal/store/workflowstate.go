@@ -72,12 +72,38 @@ func (s *Store) workflowsAfterFinal(ctx context.Context, tx *sql.Tx, ids []int64
 		wfs = append(wfs, wf)
 	}
 	slices.Sort(wfs)
-	for _, wf := range wfs {
-		if err := s.workflowEvents(ctx, tx, wf, byWF[wf]); err != nil {
+	locked, err := lockWorkflows(ctx, tx, wfs)
+	if err != nil {
+		return err
+	}
+	// The common case (a step ended, maybe the workflow with it) is
+	// decided in memory and written for every workflow at once; starting
+	// a compensation writes its own.
+	var save []*workflowRow
+	var ended []int64
+	for _, id := range wfs {
+		w := locked[id]
+		wasFinal := w.status.Final()
+		saved, err := s.workflowEvents(ctx, tx, w, byWF[id])
+		if err != nil {
 			return err
 		}
+		if saved {
+			continue
+		}
+		save = append(save, w)
+		if w.status.Final() && !wasFinal {
+			ended = append(ended, id)
+		}
 	}
-	return nil
+	if err := saveWorkflows(ctx, tx, save); err != nil {
+		return err
+	}
+	// Saved first, so that these cancellations' own final transfers find
+	// their workflows ended and are not counted.
+	return s.cancelUnneeded(ctx, tx, ended, nil, func(wf int64) string {
+		return fmt.Sprintf("not needed: workflow %s", locked[wf].status)
+	})
 }
 
 // recordStepEnds writes the final state of the steps that ended, one
@@ -93,19 +119,17 @@ func recordStepEnds(ctx context.Context, tx *sql.Tx, byWF map[int64][]stepEvent)
 		}
 	}
 	for st, ids := range byStatus {
-		if err := execIn(ctx, tx, `UPDATE workflow_steps SET final_status = ? WHERE task_id IN `, ids, string(st)); err != nil {
+		if err := execIn(ctx, tx, `UPDATE workflow_steps FORCE INDEX (uk_workflow_steps_task) SET final_status = ? WHERE task_id IN `, ids, string(st)); err != nil {
 			return fmt.Errorf("record the end of %d step(s): %w", len(ids), err)
 		}
 	}
 	return nil
 }
 
-// workflowEvents applies the ended tasks of one workflow to its row.
-func (s *Store) workflowEvents(ctx context.Context, tx *sql.Tx, id int64, evs []stepEvent) error {
-	w, err := lockWorkflow(ctx, tx, id)
-	if err != nil {
-		return err
-	}
+// workflowEvents applies the ended tasks of one locked workflow to w. It
+// returns saved when it wrote the row itself (a compensation started);
+// otherwise the caller saves w.
+func (s *Store) workflowEvents(ctx context.Context, tx *sql.Tx, w *workflowRow, evs []stepEvent) (saved bool, _ error) {
 	var failed *stepEvent
 	var succeeded []int64
 	for i, e := range evs {
@@ -124,7 +148,7 @@ func (s *Store) workflowEvents(ctx context.Context, tx *sql.Tx, id int64, evs []
 		case contracts.StatusFailed, contracts.StatusTimeout:
 			handled, err := failureHandled(ctx, tx, e.taskID)
 			if err != nil {
-				return err
+				return false, err
 			}
 			if !handled && failed == nil {
 				failed = &evs[i]
@@ -135,13 +159,13 @@ func (s *Store) workflowEvents(ctx context.Context, tx *sql.Tx, id int64, evs []
 	}
 	switch {
 	case failed != nil && w.status == contracts.WorkflowRunning:
-		return s.startCompensation(ctx, tx, w, *failed)
+		return true, s.startCompensation(ctx, tx, w, *failed)
 	case w.status == contracts.WorkflowCompensating && len(succeeded) > 0:
 		// A step that was running when another failed and succeeded
 		// since is undone too, at once.
 		n, err := s.releaseCompensations(ctx, tx, w.id, succeeded)
 		if err != nil {
-			return err
+			return false, err
 		}
 		w.openComps += n
 	case w.status == contracts.WorkflowRunning && w.openSteps <= 0:
@@ -153,15 +177,7 @@ func (s *Store) workflowEvents(ctx context.Context, tx *sql.Tx, id int64, evs []
 			w.status = contracts.WorkflowCompensationFailed
 		}
 	}
-	if err := w.save(ctx, tx); err != nil {
-		return err
-	}
-	if !w.status.Final() {
-		return nil
-	}
-	// Saved first, so that these cancellations' own final transfers find
-	// the workflow ended and are not counted.
-	return s.cancelUnneeded(ctx, tx, w.id, nil, fmt.Sprintf("not needed: workflow %s", w.status))
+	return false, nil
 }
 
 // failureHandled reports whether a failed step has a child that waits for
@@ -196,7 +212,7 @@ func (s *Store) startCompensation(ctx context.Context, tx *sql.Tx, w *workflowRo
 		if err := w.save(ctx, tx); err != nil {
 			return err
 		}
-		return s.cancelUnneeded(ctx, tx, w.id, nil, "not needed: "+why)
+		return s.cancelUnneeded(ctx, tx, []int64{w.id}, nil, func(int64) string { return "not needed: " + why })
 	}
 	// The compensations of steps that have not ended stay, in case they
 	// succeed while the others run (releaseCompensations). The rest are
@@ -211,7 +227,7 @@ func (s *Store) startCompensation(ctx context.Context, tx *sql.Tx, w *workflowRo
 	for _, o := range open {
 		keep = append(keep, o[0])
 	}
-	if err := s.cancelUnneeded(ctx, tx, w.id, keep, "not needed: "+why); err != nil {
+	if err := s.cancelUnneeded(ctx, tx, []int64{w.id}, keep, func(int64) string { return "not needed: " + why }); err != nil {
 		return err
 	}
 	edges := make([][]any, 0, len(chain)-1)
@@ -271,26 +287,31 @@ func (s *Store) releaseNow(ctx context.Context, tx *sql.Tx, ids []int64, reason 
 	return s.mustTransfer(ctx, tx, chains, ids)
 }
 
-// cancelUnneeded cancels the compensations of workflow wf still waiting in
-// SUSPEND with no parents, except those in keep.
-func (s *Store) cancelUnneeded(ctx context.Context, tx *sql.Tx, wf int64, keep []int64, reason string) error {
-	// By the workflow's key alone: a join on the tasks' state could be
+// cancelUnneeded cancels the compensations of workflows wfs still
+// waiting in SUSPEND, except those in keep, each with reason(its workflow).
+func (s *Store) cancelUnneeded(ctx context.Context, tx *sql.Tx, wfs, keep []int64, reason func(wf int64) string) error {
+	if len(wfs) == 0 {
+		return nil
+	}
+	// By the workflows' key alone: a join on the tasks' state could be
 	// driven from every SUSPEND task instead.
-	pairs, err := queryPairs(ctx, tx, `SELECT compensation_task_id, position FROM workflow_steps
-		WHERE compensation_task_id IS NOT NULL AND workflow_id IN `, []int64{wf}, ``)
+	pairs, err := queryPairs(ctx, tx, `SELECT compensation_task_id, workflow_id FROM workflow_steps
+		WHERE compensation_task_id IS NOT NULL AND workflow_id IN `, wfs, ``)
 	if err != nil {
-		return fmt.Errorf("compensations of workflow %d: %w", wf, err)
+		return fmt.Errorf("compensations of %d workflow(s): %w", len(wfs), err)
 	}
 	var ids []int64
+	wfOf := map[int64]int64{}
 	for _, p := range pairs {
 		if !slices.Contains(keep, p[0]) {
 			ids = append(ids, p[0])
+			wfOf[p[0]] = p[1]
 		}
 	}
-	slices.Sort(ids)
 	if len(ids) == 0 {
 		return nil
 	}
+	slices.Sort(ids)
 	status, err := lockStatuses(ctx, tx, ids)
 	if err != nil {
 		return err
@@ -300,7 +321,7 @@ func (s *Store) cancelUnneeded(ctx context.Context, tx *sql.Tx, wf int64, keep [
 	for _, id := range ids {
 		if status[id] == contracts.StatusSuspend {
 			chains = append(chains, []TransferParams{{TaskID: id, From: contracts.StatusSuspend,
-				To: contracts.StatusCancelled, Reason: reason, Actor: "workflow"}})
+				To: contracts.StatusCancelled, Reason: reason(wfOf[id]), Actor: "workflow"}})
 			tids = append(tids, id)
 		}
 	}
