@@ -130,3 +130,28 @@ func TestFanInOfManyParentsReleasesOnce(t *testing.T) {
 	require.Equal(t, contracts.StatusReady, h[1].To)
 	require.Equal(t, "released: all 999 parents ended (999 SUCCESS)", h[1].Reason)
 }
+
+// A workflow ID already used is ErrIDTaken, so the caller retries with
+// fresh IDs, whether or not the workflow has a business key.
+func TestCreateWorkflowReportsATakenID(t *testing.T) {
+	st, _ := testenv.Store(t)
+	ctx := context.Background()
+	one := func(wfID, taskID int64, key *string) error {
+		_, _, err := st.CreateWorkflow(ctx, store.NewWorkflow{ID: wfID, Name: "w", BizKey: key,
+			Steps: []store.NewWorkflowStep{{Key: "a", Task: dagTask(taskID, contracts.StatusReady)}}})
+		return err
+	}
+	require.NoError(t, one(1, 100, nil))
+	require.ErrorIs(t, one(1, 101, nil), store.ErrIDTaken)
+	k := "k"
+	require.ErrorIs(t, one(1, 102, &k), store.ErrIDTaken)
+	require.NoError(t, one(2, 103, &k))
+	wf, dedup, err := st.CreateWorkflow(ctx, store.NewWorkflow{ID: 3, Name: "w", BizKey: &k,
+		Steps: []store.NewWorkflowStep{{Key: "a", Task: dagTask(104, contracts.StatusReady)}}})
+	require.NoError(t, err)
+	require.True(t, dedup)
+	require.EqualValues(t, 2, wf.ID)
+	var n int
+	require.NoError(t, st.DB().QueryRow(`SELECT COUNT(*) FROM tasks WHERE id IN (101, 102, 104)`).Scan(&n))
+	require.Zero(t, n, "nothing of a refused workflow is written")
+}

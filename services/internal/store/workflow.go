@@ -135,6 +135,10 @@ func (s *Store) CreateWorkflow(ctx context.Context, nw NewWorkflow) (*Workflow, 
 		_, err := tx.ExecContext(ctx, `INSERT INTO workflows (id, name, biz_key, status, open_steps) VALUES (?, ?, ?, ?, ?)`,
 			nw.ID, nw.Name, bizKey, string(contracts.WorkflowRunning), len(nw.Steps))
 		if isDuplicateKey(err) {
+			if nw.BizKey == nil {
+				// Only the primary key can refuse a workflow without a key.
+				return fmt.Errorf("workflow %d: %w", nw.ID, ErrIDTaken)
+			}
 			return errDup
 		}
 		if err != nil {
@@ -176,6 +180,10 @@ func (s *Store) CreateWorkflow(ctx context.Context, nw NewWorkflow) (*Workflow, 
 func (s *Store) workflowByBizKey(ctx context.Context, name, bizKey string) (*Workflow, error) {
 	var id int64
 	err := s.db.QueryRowContext(ctx, `SELECT id FROM workflows WHERE name = ? AND biz_key = ?`, name, []byte(bizKey)).Scan(&id)
+	if errors.Is(err, sql.ErrNoRows) {
+		// The insert was refused by the primary key, not the name and key.
+		return nil, fmt.Errorf("workflow %q: %w", name, ErrIDTaken)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("load workflow %q by biz_key: %w", name, err)
 	}
