@@ -523,3 +523,15 @@ func TestStepsOfManyWorkflowsEndingInOneBatch(t *testing.T) {
 		require.Equal(t, contracts.StatusCancelled, got.Steps[0].CompensationStatus, "not needed")
 	}
 }
+
+// The answer to POST /v1/workflows is built from what was written; it
+// must be what GET answers.
+func TestWorkflowAnswerEqualsItsRead(t *testing.T) {
+	f := newFixture(t)
+	wf := f.submitWorkflow(t, `{"name":"same","biz_key":"s-1","steps":[
+		{"key":"a","type":"ax.noop","compensate":{"type":"ax.noop"}},
+		{"key":"b","type":"ax.noop"},
+		{"key":"c","type":"ax.noop","depends_on":["b","a"],"when":"always"}]}`)
+	got := f.workflow(t, wf.ID)
+	require.Equal(t, wf, got)
+}

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -126,14 +127,16 @@ func (s *Store) CreateWorkflow(ctx context.Context, nw NewWorkflow) (*Workflow, 
 		return nil, false, err
 	}
 	errDup := errors.New("duplicate workflow")
+	// The columns keep milliseconds; the answer says what a read would.
+	at := s.now().UTC().Truncate(time.Millisecond)
 	var out []BatchResult
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
 		var bizKey any
 		if nw.BizKey != nil {
 			bizKey = []byte(*nw.BizKey)
 		}
-		_, err := tx.ExecContext(ctx, `INSERT INTO workflows (id, name, biz_key, status, open_steps) VALUES (?, ?, ?, ?, ?)`,
-			nw.ID, nw.Name, bizKey, string(contracts.WorkflowRunning), len(nw.Steps))
+		_, err := tx.ExecContext(ctx, `INSERT INTO workflows (id, name, biz_key, status, open_steps, created_at, updated_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?)`, nw.ID, nw.Name, bizKey, string(contracts.WorkflowRunning), len(nw.Steps), at, at)
 		if isDuplicateKey(err) {
 			if nw.BizKey == nil {
 				// Only the primary key can refuse a workflow without a key.
@@ -173,8 +176,25 @@ func (s *Store) CreateWorkflow(ctx context.Context, nw NewWorkflow) (*Workflow, 
 		return nil, false, fmt.Errorf("create workflow %q: %w", nw.Name, err)
 	}
 	s.countCreated(out)
-	w, err := s.GetWorkflow(ctx, nw.ID)
-	return w, false, err
+	return createdWorkflow(nw, out, at), false, nil
+}
+
+// createdWorkflow is what GetWorkflow would answer for the workflow just
+// created, built from what was written (nothing settles a new workflow's
+// steps at once: their parents are new too), without reading it back.
+func createdWorkflow(nw NewWorkflow, out []BatchResult, at time.Time) *Workflow {
+	w := &Workflow{ID: nw.ID, Name: nw.Name, BizKey: nw.BizKey, Status: contracts.WorkflowRunning,
+		CreatedAt: at, UpdatedAt: at, Steps: make([]WorkflowStep, len(nw.Steps))}
+	for i, st := range nw.Steps {
+		parents := slices.Clone(st.Task.Parents)
+		slices.SortFunc(parents, func(a, b Dependency) int { return cmp.Compare(a.ParentID, b.ParentID) })
+		w.Steps[i] = WorkflowStep{Key: st.Key, TaskID: st.Task.ID, Type: st.Task.Type, Status: out[i].Task.Status,
+			Parents: parents}
+		if st.Compensation != nil {
+			w.Steps[i].CompensationTaskID, w.Steps[i].CompensationStatus = st.Compensation.ID, contracts.StatusSuspend
+		}
+	}
+	return w
 }
 
 func (s *Store) workflowByBizKey(ctx context.Context, name, bizKey string) (*Workflow, error) {
