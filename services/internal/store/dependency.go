@@ -221,19 +221,26 @@ func (s *Store) settleChildren(ctx context.Context, tx *sql.Tx, ids []int64) err
 	now := s.now().UnixMilli()
 	var chains [][]TransferParams
 	var tids []int64
+	culprits := map[int]int64{} // chain -> the parent that cancels it
 	for _, id := range ids {
 		if status[id] != contracts.StatusSuspend {
 			continue
 		}
-		p, ok := decide(id, edges[id], now)
+		p, culprit, ok := decide(id, edges[id], now)
 		if !ok {
 			continue
+		}
+		if culprit != 0 {
+			culprits[len(chains)] = culprit
 		}
 		chains = append(chains, []TransferParams{p})
 		tids = append(tids, id)
 	}
 	if len(chains) == 0 {
 		return nil
+	}
+	if err := nameCulprits(ctx, tx, chains, culprits); err != nil {
+		return err
 	}
 	if err := s.fillDue(ctx, tx, chains, now); err != nil {
 		return err
@@ -250,9 +257,10 @@ func (s *Store) settleChildren(ctx context.Context, tx *sql.Tx, ids []int64) err
 	return nil
 }
 
-// decide says what becomes of a SUSPEND child with edges: a transfer, or
-// false while a parent has not ended.
-func decide(id int64, edges []edge, nowMs int64) (TransferParams, bool) {
+// decide says what becomes of a SUSPEND child with edges: a transfer (and,
+// for a cancellation, the parent that causes it), or false while a parent
+// has not ended.
+func decide(id int64, edges []edge, nowMs int64) (TransferParams, int64, bool) {
 	var waiting bool
 	for _, e := range edges {
 		if e.parentStatus == "" {
@@ -263,14 +271,55 @@ func decide(id int64, edges []edge, nowMs int64) (TransferParams, bool) {
 			return TransferParams{TaskID: id, From: contracts.StatusSuspend, To: contracts.StatusCancelled,
 				Reason: fmt.Sprintf("parent %d ended %s; this task runs only when it %s",
 					e.parent, e.parentStatus, conditionText(e.cond)),
-				Actor: "dag"}, true
+				Actor: "dag"}, e.parent, true
 		}
 	}
 	if waiting || len(edges) == 0 {
-		return TransferParams{}, false
+		return TransferParams{}, 0, false
 	}
 	return TransferParams{TaskID: id, From: contracts.StatusSuspend, To: contracts.StatusReady,
-		Reason: "released: " + parentsEnded(edges), Actor: "dag"}, true
+		Reason: "released: " + parentsEnded(edges), Actor: "dag"}, 0, true
+}
+
+// nameCulprits adds to each cancellation's reason what its parent is (its
+// step key, its type), so that a person reads who, not only an ID.
+func nameCulprits(ctx context.Context, tx *sql.Tx, chains [][]TransferParams, culprits map[int]int64) error {
+	if len(culprits) == 0 {
+		return nil
+	}
+	var ids []int64
+	for _, id := range culprits {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	ids = slices.Compact(ids)
+	rows, err := tx.QueryContext(ctx, `SELECT t.id, t.task_type, COALESCE(ws.step_key, '') FROM tasks t FORCE INDEX (PRIMARY)
+		LEFT JOIN workflow_steps ws ON ws.task_id = t.id WHERE t.id IN (`+marks(len(ids))+`)`, int64Args(ids)...)
+	if err != nil {
+		return fmt.Errorf("name parents: %w", err)
+	}
+	defer rows.Close()
+	names := map[int64]string{}
+	for rows.Next() {
+		var id int64
+		var typ, step string
+		if err := rows.Scan(&id, &typ, &step); err != nil {
+			return fmt.Errorf("name parents: %w", err)
+		}
+		names[id] = "type " + typ
+		if step != "" {
+			names[id] = fmt.Sprintf("step %q, type %s", step, typ)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("name parents: %w", err)
+	}
+	for i, parent := range culprits {
+		if n, ok := names[parent]; ok {
+			chains[i][0].Reason += " (parent: " + n + ")"
+		}
+	}
+	return nil
 }
 
 // parentsEnded says how the parents ended: each by ID when they are few,
