@@ -43,8 +43,11 @@ const (
 	StatusTimeout Status = "TIMEOUT"
 	// StatusCancelled is terminal: an operator or client cancelled the task.
 	StatusCancelled Status = "CANCELLED"
-	// StatusSuspend: created with unfinished dependencies. Out: READY when
-	// its parents succeed, CANCELLED by an operator.
+	// StatusSuspend: created with parents (a workflow step, or a task
+	// submitted with parents), or a compensation not yet needed. Out: READY
+	// when every parent ended as its condition asks, by the final transfer
+	// of the last of them (or the reaper's reconciler); CANCELLED when one
+	// ended otherwise, or by an operator or a workflow's cancel.
 	StatusSuspend Status = "SUSPEND"
 	// StatusRetrying: waiting out a backoff before the next attempt. Out:
 	// READY when the backoff elapses, CANCELLED by an operator.

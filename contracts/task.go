@@ -97,6 +97,13 @@ type SubmitRequest struct {
 	MaxRetries *int `json:"max_retries,omitempty"`
 	// Timeout overrides the type's default run timeout (Go duration).
 	Timeout string `json:"timeout,omitempty"`
+	// Parents are IDs of existing tasks this one waits for, in SUSPEND;
+	// it runs when every parent ended in a state When accepts, and is
+	// cancelled when one cannot. Not accepted in a batch.
+	Parents []string `json:"parents,omitempty"`
+	// When is the condition on every parent: success (default), failure
+	// or always. Only with Parents.
+	When string `json:"when,omitempty"`
 }
 
 // Task is the API view of a task.

@@ -15,13 +15,17 @@ const (
 	// Schedules is not a standard workload either: a thousand schedules
 	// firing every second, for the timer's fire lateness.
 	Schedules = "schedules"
+	// Chains is not a standard workload either: two-step workflows in an
+	// open loop, for the release latency and chains per second, and the
+	// lineage of a 1,000-step workflow.
+	Chains = "chains"
 )
 
 // AllWorkloads lists the standard workloads in the order they run.
 var AllWorkloads = []string{Throughput, Latency, Delayed, Retry}
 
 // KnownWorkloads are every workload --workload accepts, in run order.
-var KnownWorkloads = append(slices.Clone(AllWorkloads), Retention, Schedules)
+var KnownWorkloads = append(slices.Clone(AllWorkloads), Retention, Schedules, Chains)
 
 // Metric names, as docs/benchmarks.md reports them and says how each is
 // measured; they stay fixed so figures compare across builds.
@@ -52,4 +56,10 @@ const (
 	mDropped        = "dropped"
 	mSubmitErrors   = "submit_errors"
 	mRanWhilePaused = "ran_while_paused"
+
+	// The chains workload.
+	mRelease    = "release" // release_p50_ms ...: parent's end to the child's start
+	mChain      = "chain"   // chain_p50_ms ...: submission to the child's end
+	mChainsPerS = "chains_per_s"
+	mLineage    = "lineage_1000" // lineage_1000_p50_ms ...: GET lineage of a 1,000-step workflow
 )

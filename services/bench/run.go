@@ -83,6 +83,8 @@ func runWorkload(ctx context.Context, cfg *Config, w string, rep int) ([]Metric,
 		return retention(ctx, cfg, label)
 	case Schedules:
 		return withRun(ctx, cfg, label, cfg.CPUProfileDir != "", (*run).schedules)
+	case Chains:
+		return withRun(ctx, cfg, label, cfg.CPUProfileDir != "", (*run).chains)
 	}
 	return nil, fmt.Errorf("unknown workload %q", w)
 }
@@ -135,6 +137,8 @@ func settingsOf(cfg *Config, w string) []Setting {
 		s = []Setting{{"rate", cfg.Rate}, {"duration", cfg.Duration.String()}, {"delay", cfg.Delay.String()}, {"submit", "single"}}
 	case Retry:
 		s = []Setting{{"n", cfg.RetryN}, {"fail_attempts", 1}, {"backoff", contracts.MinTypeDuration.String()}, {"submit", "batch"}}
+	case Chains:
+		s = []Setting{{"rate", cfg.Rate}, {"duration", cfg.Duration.String()}, {"steps", 2}, {"submit", "workflow"}}
 	case Retention:
 		s = []Setting{{"seeded", cfg.RetentionN}, {"retain_success", seedRetainOn.String()}, {"rate", cfg.Rate},
 			{"duration", cfg.Duration.String()}, {"submit", "single"}}

@@ -76,6 +76,19 @@ type sent struct {
 // MaxInFlight calls are outstanding; beyond that sends start late, and the
 // lag is reported rather than hidden.
 func (r *run) openLoop(ctx context.Context, req contracts.SubmitRequest) (out []sent, elapsed time.Duration) {
+	return r.openLoopOf(ctx, func(ctx context.Context) (int64, int64, error) {
+		task, err := r.api.Submit(ctx, req)
+		if err != nil {
+			return 0, 0, err
+		}
+		id, err := strconv.ParseInt(task.ID, 10, 64)
+		return id, task.NextRunTime.UnixNano(), err
+	})
+}
+
+// openLoopOf is the open loop with any submission: submit returns the ID
+// it keys the run by and the due time it was answered.
+func (r *run) openLoopOf(ctx context.Context, submit func(context.Context) (id, dueNs int64, err error)) (out []sent, elapsed time.Duration) {
 	total := int(float64(r.cfg.Rate) * r.cfg.Duration.Seconds())
 	out = make([]sent, total)
 	sem := make(chan struct{}, r.cfg.MaxInFlight)
@@ -102,12 +115,9 @@ loop:
 		wg.Go(func() {
 			defer func() { <-sem }()
 			start := time.Now()
-			task, err := r.api.Submit(ctx, req)
+			id, due, err := submit(ctx)
 			s.startNs, s.lag, s.call = start.UnixNano(), start.Sub(at), time.Since(start)
-			if err == nil {
-				s.id, err = strconv.ParseInt(task.ID, 10, 64)
-				s.dueNs = task.NextRunTime.UnixNano()
-			}
+			s.id, s.dueNs = id, due
 			if err != nil {
 				s.failed = true
 				logOnce.Do(func() { r.logger.Warn("submission failed (counted in submit_errors)", "err", err) })

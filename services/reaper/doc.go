@@ -28,6 +28,12 @@
 //     is left alone. Any other lost its lease: RUNNING -> READY, so it runs
 //     elsewhere. A crash therefore costs at most one duplicate run.
 //
+// Every 5 s, a fourth sweep (SettleSuspended) settles SUSPEND tasks whose
+// parents have all ended according to their rows but which nothing
+// released or cancelled; the parents' own final transfers normally do it
+// in their transaction, so this only catches what slipped, each child in a
+// transaction that locks it and checks it is still SUSPEND.
+//
 // Every change is a transfer fenced by the attempt the sweep saw (UPDATE ...
 // WHERE status = 'RUNNING' AND attempt = ?), with its history row and event
 // in the same transaction, and its history reason names the sweep: "executor

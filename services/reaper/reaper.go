@@ -93,6 +93,8 @@ type Reaper struct {
 	// view is what the cluster gauges last showed (observeCluster).
 	viewMu sync.Mutex
 	view   clusterView
+	// lastSuspended is when SUSPEND tasks were last reconciled.
+	lastSuspended time.Time
 }
 
 // New builds a reaper.
@@ -132,6 +134,10 @@ func (r *Reaper) Run(ctx context.Context) error {
 		r.step(ctx, "stranded-work pass", stepTimeout, func(ctx context.Context) error { _, err := r.MoveStrandedWork(ctx); return err })
 		r.step(ctx, "orphan sweep", stepTimeout, func(ctx context.Context) error { _, _, err := r.RepairOrphans(ctx); return err })
 		r.step(ctx, "reaper pass", stepTimeout, func(ctx context.Context) error { _, err := r.RunOnce(ctx); return err })
+		if time.Since(r.lastSuspended) >= suspendedEvery {
+			r.lastSuspended = time.Now()
+			r.step(ctx, "suspended-task pass", stepTimeout, func(ctx context.Context) error { _, err := r.SettleSuspended(ctx); return err })
+		}
 		if r.cfg.IdempotencyRetention > 0 && time.Since(r.lastPrune) >= pruneEvery {
 			r.lastPrune = time.Now()
 			// Batch after batch until none is left: a large backlog may

@@ -111,6 +111,11 @@ func (s *Submitter) validateItem(ctx context.Context, raw json.RawMessage) (stor
 		// what remains is an unacceptable value.
 		return store.NewTask{}, contracts.NewProblem(http.StatusBadRequest, contracts.CodeInvalidArgument, p.Detail)
 	}
+	if len(req.Parents) > 0 || req.When != "" {
+		// One unknown parent would fail the batch's shared transaction.
+		return store.NewTask{}, contracts.NewProblem(http.StatusBadRequest, contracts.CodeInvalidArgument,
+			"parents are not accepted in a batch: submit the task alone, or as a workflow step")
+	}
 	return s.validate(ctx, &req)
 }
 

@@ -14,7 +14,9 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -92,6 +94,7 @@ func (s *Submitter) Routes(mux *http.ServeMux) {
 	s.nodeRoutes(mux)
 	s.keyRoutes(mux)
 	s.scheduleRoutes(mux)
+	s.workflowRoutes(mux)
 }
 
 // Run groups concurrent single submissions into shared transactions until
@@ -142,7 +145,26 @@ func (s *Submitter) handleSubmit(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, p.Status, p.Code, p.Detail)
 		return
 	}
-	task, dedup, err := s.create(r.Context(), nt)
+	var (
+		task  *store.Task
+		dedup bool
+		err   error
+	)
+	if len(nt.Parents) == 0 {
+		task, dedup, err = s.create(r.Context(), nt)
+	} else {
+		// Not coalesced: an unknown parent must fail this task alone.
+		task, dedup, err = s.createOne(r.Context(), nt)
+		if err == nil {
+			// Parents that had ended settled it at once.
+			task, err = s.store.GetTask(r.Context(), task.ID)
+		}
+	}
+	var unknown *store.UnknownParentError
+	if errors.As(err, &unknown) {
+		writeProblem(w, http.StatusBadRequest, contracts.CodeInvalidArgument, unknown.Error())
+		return
+	}
 	if err != nil {
 		s.internal(w, "create task", err)
 		return
@@ -246,7 +268,42 @@ func (s *Submitter) validate(ctx context.Context, req *contracts.SubmitRequest) 
 		// Due at once: the relay dispatches it with its READY event.
 		nt.Route = events.RouteDispatch
 	}
+	if p := parentsOf(req, &nt); p != nil {
+		return store.NewTask{}, p
+	}
 	return nt, nil
+}
+
+// parentsOf reads the parents and condition of a submission into nt,
+// which then waits for them in SUSPEND.
+func parentsOf(req *contracts.SubmitRequest, nt *store.NewTask) *contracts.Problem {
+	bad := func(format string, args ...any) *contracts.Problem {
+		return contracts.NewProblem(http.StatusBadRequest, contracts.CodeInvalidArgument, fmt.Sprintf(format, args...))
+	}
+	when, err := contracts.ParseCondition(req.When)
+	switch {
+	case err != nil:
+		return bad("%v", err)
+	case req.When != "" && len(req.Parents) == 0:
+		return bad("when is set but parents is empty")
+	case len(req.Parents) > contracts.MaxParents:
+		return bad("parents holds %d IDs, more than %d", len(req.Parents), contracts.MaxParents)
+	}
+	for i, raw := range req.Parents {
+		id, err := strconv.ParseInt(raw, 10, 64)
+		if err != nil || id <= 0 {
+			return bad("parent %q is not a task ID", raw)
+		}
+		if slices.Contains(req.Parents[:i], raw) {
+			return bad("parent %s is listed twice", raw)
+		}
+		nt.Parents = append(nt.Parents, store.Dependency{ParentID: id, When: when})
+	}
+	if len(nt.Parents) > 0 {
+		nt.Status, nt.Route = contracts.StatusSuspend, events.RouteTimer
+		nt.Reason = "waiting for parents " + strings.Join(req.Parents, ", ")
+	}
+	return nil
 }
 
 func (s *Submitter) taskID(w http.ResponseWriter, r *http.Request) (int64, bool) {

@@ -51,6 +51,8 @@ func newTaskCmd() *cobra.Command {
 	fs.StringVar(&req.BizKey, "biz-key", "", "business key for deduplication")
 	fs.IntVar(&maxRetries, "max-retries", 0, "retries (default: the type's)")
 	fs.StringVar(&req.Timeout, "timeout", "", "run timeout (default: the type's)")
+	fs.StringSliceVar(&req.Parents, "parent", nil, "ID of a task to wait for (repeatable); the task starts SUSPEND")
+	fs.StringVar(&req.When, "when", "", "with --parent: run when the parents succeed (default), fail or always end")
 	_ = submit.MarkFlagRequired("type")
 
 	get := &cobra.Command{

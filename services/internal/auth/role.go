@@ -96,6 +96,11 @@ var Routes = map[string]Rule{
 	"DELETE /v1/schedules/{name}":      {Role: RoleOperate},
 	"POST /v1/schedules/{name}/pause":  {Role: RoleOperate},
 	"POST /v1/schedules/{name}/resume": {Role: RoleOperate},
+	"POST /v1/workflows":               {Role: RoleSubmit},
+	"GET /v1/workflows/{id}":           {Role: RoleRead},
+	"POST /v1/workflows/{id}/cancel":   {Role: RoleOperate},
+	"GET /v1/tasks/{id}/lineage":       {Role: RoleRead},
+	"GET /v1/lineage":                  {Role: RoleRead},
 }
 
 var namePattern = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,63}$`)

@@ -205,4 +205,11 @@ var (
 	ClusterShardsOwned = promauto.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "ax_cluster_shards_owned", Help: "Shards of the task type's consistent hash ring owned by the live node (reaper's view).",
 	}, []string{"node", "type"})
+
+	// ReaperSuspendedSettled counts SUSPEND tasks the reaper released or
+	// cancelled because their parents had all ended and nothing had
+	// settled them: each is a release the parents' own transfers missed.
+	ReaperSuspendedSettled = promauto.NewCounter(prometheus.CounterOpts{
+		Name: "ax_reaper_suspended_settled_total", Help: "SUSPEND tasks whose parents had all ended, settled by the reaper's reconciler instead of the parents' final transfers.",
+	})
 )

@@ -52,22 +52,43 @@ func (s *Store) CreateTasks(ctx context.Context, nts []NewTask) ([]BatchResult, 
 	if err := checkNewTasks(nts); err != nil {
 		return nil, err
 	}
-	at := s.now().UTC()
 	var out []BatchResult
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
-		created, err := insertTaskRows(ctx, tx, nts, at)
-		if err != nil {
-			return err
-		}
-		if out, err = batchResults(ctx, tx, nts, created, at); err != nil {
-			return err
-		}
-		_, err = recordMany(ctx, tx, s.creationRecords(nts, created, at))
+		var err error
+		out, err = s.createTasksTx(ctx, tx, nts)
 		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("create %d tasks: %w", len(nts), err)
 	}
+	s.countCreated(out)
+	return out, nil
+}
+
+// createTasksTx is CreateTasks inside the caller's transaction: rows,
+// history rows, and the dependencies of tasks with parents (linkParents).
+func (s *Store) createTasksTx(ctx context.Context, tx *sql.Tx, nts []NewTask) ([]BatchResult, error) {
+	at := s.now().UTC()
+	created, err := insertTaskRows(ctx, tx, nts, at)
+	if err != nil {
+		return nil, err
+	}
+	out, err := batchResults(ctx, tx, nts, created, at)
+	if err != nil {
+		return nil, err
+	}
+	if _, err = recordMany(ctx, tx, s.creationRecords(nts, created, at)); err != nil {
+		return nil, err
+	}
+	if err := s.linkParents(ctx, tx, nts, created); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// countCreated counts the created tasks of a call in the metrics and wakes
+// the relay when there are any.
+func (s *Store) countCreated(out []BatchResult) {
 	created := 0
 	for _, r := range out {
 		if !r.Deduplicated {
@@ -78,7 +99,6 @@ func (s *Store) CreateTasks(ctx context.Context, nts []NewTask) ([]BatchResult, 
 	if created > 0 {
 		s.notify()
 	}
-	return out, nil
 }
 
 // creationRecords describes the first transfer of every created task, in
@@ -109,6 +129,9 @@ func checkNewTasks(nts []NewTask) error {
 		if ids[nt.ID] {
 			return fmt.Errorf("create tasks: id %d given twice", nt.ID)
 		}
+		if len(nt.Parents) > 0 && nt.Status != contracts.StatusSuspend {
+			return fmt.Errorf("create tasks: task %d has parents and must start SUSPEND, not %s", nt.ID, nt.Status)
+		}
 		ids[nt.ID] = true
 	}
 	return nil
@@ -137,11 +160,11 @@ func insertTaskRows(ctx context.Context, tx *sql.Tx, nts []NewTask, at time.Time
 			bizKey = []byte(*nt.BizKey)
 		}
 		rows[i] = []any{nt.ID, nt.Type, nt.Priority.Rank(), bizKey, nt.Payload, string(nt.Status),
-			nt.NextRunTimeMs, nt.MaxRetries, nt.TimeoutMs, at, at}
+			nt.NextRunTimeMs, nt.MaxRetries, nt.TimeoutMs, nt.DAG || len(nt.Parents) > 0, at, at}
 	}
 	err := insertRows(ctx, tx, `INSERT INTO tasks
 		(id, task_type, priority, biz_key, payload, status, next_run_time, max_retry_count, timeout_ms,
-		 created_at, updated_at) VALUES `, ` ON DUPLICATE KEY UPDATE id = IF(id = VALUES(id), NULL, id)`, rows)
+		 dag, created_at, updated_at) VALUES `, ` ON DUPLICATE KEY UPDATE id = IF(id = VALUES(id), NULL, id)`, rows)
 	if isNullID(err) {
 		return nil, fmt.Errorf("insert tasks: %w", ErrIDTaken)
 	}

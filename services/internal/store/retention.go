@@ -184,6 +184,7 @@ func withoutUnpublished(ctx context.Context, tx *sql.Tx, ids []int64, published 
 // mistake upstream can never delete live work.
 func deletePruned(ctx context.Context, tx *sql.Tx, status contracts.Status, ids []int64, out *PruneCounts) error {
 	in, args := marks(len(ids)), int64Args(ids)
+	var edges int64
 	steps := []struct {
 		table string
 		query string
@@ -192,6 +193,10 @@ func deletePruned(ctx context.Context, tx *sql.Tx, status contracts.Status, ids 
 	}{
 		{"dead_letters", `DELETE FROM dead_letters WHERE task_id IN (` + in + `)`, args, &out.DeadLetters},
 		{"task_history", `DELETE FROM task_history WHERE task_id IN (` + in + `)`, args, &out.History},
+		// A final task's edges are settled: its children were judged when
+		// it ended, and it was judged before it ran.
+		{"task_dependencies", `DELETE FROM task_dependencies WHERE child_id IN (` + in + `)`, args, &edges},
+		{"task_dependencies", `DELETE FROM task_dependencies WHERE parent_id IN (` + in + `)`, args, &edges},
 		{"tasks", `DELETE FROM tasks WHERE id IN (` + in + `) AND status = ?`, append(args, string(status)), &out.Tasks},
 	}
 	for _, st := range steps {

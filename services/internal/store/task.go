@@ -178,6 +178,20 @@ type NewTask struct {
 	// (events.Route): the timer by default, the dispatcher when it is due
 	// at once.
 	Route events.Route
+	// Parents are the tasks this one waits for (it must then be created
+	// SUSPEND); they may be existing tasks or earlier items of the same
+	// CreateTasks call. A parent that is final already counts at once.
+	Parents []Dependency
+	// DAG marks a task that takes part in a DAG without parents of its own
+	// (a workflow's first steps, compensations): its final transfer then
+	// looks for children and its workflow.
+	DAG bool
+}
+
+// Dependency is one parent of a task and the condition it must meet.
+type Dependency struct {
+	ParentID int64
+	When     contracts.Condition
 }
 
 // CreateTask inserts a task with its first history row and event in one

@@ -235,6 +235,7 @@ type rowState struct {
 	attempt  int
 	next     int64
 	status   contracts.Status
+	dag      bool       // in a DAG: a final state settles children (afterFinal)
 	run      *RunFields // only when the batch claims
 }
 
@@ -352,7 +353,27 @@ func (s *Store) transferBatchTx(ctx context.Context, tx *sql.Tx, chains [][]Tran
 			k++
 		}
 	}
-	return nil
+	return s.settleDAG(ctx, tx, plan, rows)
+}
+
+// settleDAG hands the dag tasks the batch left final to afterFinal, in the
+// same transaction: their children are released or cancelled with them.
+func (s *Store) settleDAG(ctx context.Context, tx *sql.Tx, plan []plannedStep, rows map[int64]rowState) error {
+	var finals map[int64]contracts.Status
+	for _, ps := range plan {
+		st := rows[ps.p.TaskID]
+		if !st.dag || !isFinal(st.status) {
+			continue
+		}
+		if finals == nil {
+			finals = map[int64]contracts.Status{}
+		}
+		finals[ps.p.TaskID] = st.status
+	}
+	if finals == nil {
+		return nil
+	}
+	return s.afterFinal(ctx, tx, finals)
 }
 
 // lockRows reads and locks the rows of ids; ascending primary-key order
@@ -363,7 +384,7 @@ func lockRows(ctx context.Context, tx *sql.Tx, ids []int64, withRun bool) (map[i
 	slices.Sort(uniq)
 	uniq = slices.Compact(uniq)
 	rows := make(map[int64]rowState, len(uniq))
-	cols := "id, task_type, priority, attempt, next_run_time, status"
+	cols := "id, task_type, priority, attempt, next_run_time, status, dag"
 	if withRun {
 		cols += ", payload, timeout_ms, retry_count, max_retry_count"
 	}
@@ -384,7 +405,7 @@ func lockRows(ctx context.Context, tx *sql.Tx, ids []int64, withRun bool) (map[i
 				prio   int
 				status string
 			)
-			dest := []any{&id, &st.taskType, &prio, &st.attempt, &st.next, &status}
+			dest := []any{&id, &st.taskType, &prio, &st.attempt, &st.next, &status, &st.dag}
 			if withRun {
 				st.run = &RunFields{}
 				dest = append(dest, &st.run.Payload, &st.run.TimeoutMs, &st.run.RetryCount, &st.run.MaxRetries)

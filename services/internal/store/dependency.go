@@ -1,0 +1,567 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/axsched/ax/contracts"
+	"github.com/axsched/ax/events"
+)
+
+// Dependencies between tasks (task_dependencies) and their release.
+//
+// A child waits in SUSPEND. The transfer that makes a parent final (SUCCESS,
+// FAILED or TIMEOUT for good, CANCELLED) settles its children in the same
+// transaction: it locks them, writes its final state onto its dependency
+// rows, and moves every child whose parents have all ended to READY (every
+// condition met) or CANCELLED (one can never be met), each through the
+// ordinary transfer, with its history row and event. A cancelled child is
+// final in turn and settles its own children.
+//
+// Locks: a dependency row's parent_status is written only by a transaction
+// that holds the child's row lock, an edge is inserted only by one that
+// holds the parent's, and children are locked in ascending id order after
+// their parents (a child's id is always above its parents'). So two
+// parents ending at once are serialised on the child and the second sees
+// the first's state; neither misses the other. A child's edges are read
+// with a plain read, not a locking one: a locking read on the child index
+// takes gap locks that made workflows created meanwhile wait for the
+// outcome's commit. A plain read's snapshot is taken at the transaction's
+// first plain read, which on the path of an ending task is this one, after
+// the child's lock (everything before it locks), so it sees every commit
+// that matters; a test ends eight parents of one child at once to hold
+// this. Only a cascade (a
+// cancelled child settling its own children later in the same
+// transaction) can read an older snapshot and miss a grandchild's other
+// parent ending meanwhile; that, and whatever else slips (a crash is not
+// one: the release commits with the parent's outcome), is caught by the
+// reaper's reconciler, which re-settles SUSPEND tasks whose parents have
+// all ended (ReconcileSuspended): MySQL is the truth, a miss costs seconds.
+
+// UnknownParentError names parents that do not exist.
+type UnknownParentError struct{ IDs []int64 }
+
+func (e *UnknownParentError) Error() string {
+	ids := make([]string, len(e.IDs))
+	for i, id := range e.IDs {
+		ids[i] = strconv.FormatInt(id, 10)
+	}
+	return "no task with id " + strings.Join(ids, ", ") + " to depend on"
+}
+
+// Is makes errors.Is(err, ErrNotFound) true.
+func (e *UnknownParentError) Is(target error) bool { return target == ErrNotFound }
+
+// finalStates are the states after which a task's children are settled.
+var finalStates = []contracts.Status{contracts.StatusSuccess, contracts.StatusFailed,
+	contracts.StatusTimeout, contracts.StatusCancelled}
+
+// isFinal reports whether s ends a task for its children: FAILED and TIMEOUT
+// count once a transaction leaves them there, as a retry moves on to
+// RETRYING in the transaction that records the failure.
+func isFinal(s contracts.Status) bool { return slices.Contains(finalStates, s) }
+
+// linkParents writes the dependencies of the created tasks among nts that
+// have parents: it locks the parents (so none ends unseen meanwhile), marks
+// parents and children dag, inserts the edges with the state of parents
+// that have ended already, and settles the children that can be settled
+// at once.
+func (s *Store) linkParents(ctx context.Context, tx *sql.Tx, nts []NewTask, created map[int64]bool) error {
+	var edges [][]any
+	parents := map[int64]bool{}
+	for _, nt := range nts {
+		if !created[nt.ID] {
+			continue
+		}
+		for _, d := range nt.Parents {
+			parents[d.ParentID] = true
+			edges = append(edges, []any{d.ParentID, nt.ID, string(d.When)})
+		}
+	}
+	if len(edges) == 0 {
+		return nil
+	}
+	ids := make([]int64, 0, len(parents))
+	for id := range parents {
+		ids = append(ids, id)
+	}
+	status, err := lockStatuses(ctx, tx, ids)
+	if err != nil {
+		return err
+	}
+	var missing []int64
+	for _, id := range ids {
+		if _, ok := status[id]; !ok {
+			missing = append(missing, id)
+		}
+	}
+	if len(missing) > 0 {
+		slices.Sort(missing)
+		return &UnknownParentError{IDs: missing}
+	}
+	if err := execIn(ctx, tx, `UPDATE tasks FORCE INDEX (PRIMARY) SET dag = 1 WHERE dag = 0 AND id IN `, ids); err != nil {
+		return fmt.Errorf("mark parents: %w", err)
+	}
+	var settle []int64
+	for i := range edges {
+		var ps any
+		if st := status[edges[i][0].(int64)]; isFinal(st) {
+			ps = string(st)
+			settle = append(settle, edges[i][1].(int64))
+		}
+		edges[i] = append(edges[i], ps)
+	}
+	if err := insertRows(ctx, tx, `INSERT INTO task_dependencies (parent_id, child_id, cond, parent_status) VALUES `, "", edges); err != nil {
+		return fmt.Errorf("insert dependencies: %w", err)
+	}
+	return s.settleChildren(ctx, tx, settle)
+}
+
+// lockStatuses locks the rows of ids in ascending order and returns their
+// states; a missing id is absent from the map.
+func lockStatuses(ctx context.Context, tx *sql.Tx, ids []int64) (map[int64]contracts.Status, error) {
+	uniq := slices.Clone(ids)
+	slices.Sort(uniq)
+	uniq = slices.Compact(uniq)
+	out := make(map[int64]contracts.Status, len(uniq))
+	for chunk := range slices.Chunk(uniq, batchChunkRows) {
+		rows, err := tx.QueryContext(ctx, `SELECT id, status FROM tasks FORCE INDEX (PRIMARY) WHERE id IN (`+marks(len(chunk))+`) ORDER BY id FOR UPDATE`, int64Args(chunk)...)
+		if err != nil {
+			return nil, fmt.Errorf("lock tasks: %w", err)
+		}
+		for rows.Next() {
+			var id int64
+			var st string
+			if err := rows.Scan(&id, &st); err != nil {
+				rows.Close()
+				return nil, fmt.Errorf("lock tasks: %w", err)
+			}
+			out[id] = contracts.Status(st)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, fmt.Errorf("lock tasks: %w", err)
+		}
+	}
+	return out, nil
+}
+
+// afterFinal runs, inside the transfer's transaction, for the dag tasks a
+// transfer batch left in a final state: their children are settled, then
+// their workflows told.
+func (s *Store) afterFinal(ctx context.Context, tx *sql.Tx, finals map[int64]contracts.Status) error {
+	ids := make([]int64, 0, len(finals))
+	for id := range finals {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	// A locking read, so that the transaction's snapshot is not taken
+	// before the children are locked (see the package comment on locks).
+	pairs, err := queryPairs(ctx, tx, `SELECT parent_id, child_id FROM task_dependencies FORCE INDEX (PRIMARY) WHERE parent_id IN `, ids, ` LOCK IN SHARE MODE`)
+	if err != nil {
+		return fmt.Errorf("find children: %w", err)
+	}
+	if len(pairs) > 0 {
+		children := make([]int64, 0, len(pairs))
+		withChildren := map[int64]bool{}
+		for _, p := range pairs {
+			children = append(children, p[1])
+			withChildren[p[0]] = true
+		}
+		if _, err := lockStatuses(ctx, tx, children); err != nil {
+			return err
+		}
+		byStatus := map[contracts.Status][]int64{}
+		for _, id := range ids {
+			if withChildren[id] {
+				byStatus[finals[id]] = append(byStatus[finals[id]], id)
+			}
+		}
+		for st, parents := range byStatus {
+			if err := execIn(ctx, tx, `UPDATE task_dependencies FORCE INDEX (PRIMARY) SET parent_status = ? WHERE parent_id IN `, parents, string(st)); err != nil {
+				return fmt.Errorf("record the end of %d parent(s): %w", len(parents), err)
+			}
+		}
+		if err := s.settleChildren(ctx, tx, children); err != nil {
+			return err
+		}
+	}
+	return s.workflowsAfterFinal(ctx, tx, ids, finals)
+}
+
+// edge is one dependency of a child as settleChildren reads it.
+type edge struct {
+	parent       int64
+	cond         contracts.Condition
+	parentStatus contracts.Status
+}
+
+// settleChildren moves the SUSPEND tasks among ids whose parents have all
+// ended: to READY when every condition is met, to CANCELLED, with a reason
+// naming the parent and its state, when one never can be. The caller holds
+// the children's row locks or takes them here (the transfer locks them).
+func (s *Store) settleChildren(ctx context.Context, tx *sql.Tx, ids []int64) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	slices.Sort(ids)
+	ids = slices.Compact(ids)
+	status, err := lockStatuses(ctx, tx, ids)
+	if err != nil {
+		return err
+	}
+	edges, err := childEdges(ctx, tx, ids)
+	if err != nil {
+		return err
+	}
+	now := s.now().UnixMilli()
+	var chains [][]TransferParams
+	var tids []int64
+	culprits := map[int]int64{} // chain -> the parent that cancels it
+	for _, id := range ids {
+		if status[id] != contracts.StatusSuspend {
+			continue
+		}
+		p, culprit, ok := decide(id, edges[id], now)
+		if !ok {
+			continue
+		}
+		if culprit != 0 {
+			culprits[len(chains)] = culprit
+		}
+		chains = append(chains, []TransferParams{p})
+		tids = append(tids, id)
+	}
+	if len(chains) == 0 {
+		return nil
+	}
+	if err := nameCulprits(ctx, tx, chains, culprits); err != nil {
+		return err
+	}
+	if err := s.fillDue(ctx, tx, chains, now); err != nil {
+		return err
+	}
+	out := make([]ChainResult, len(chains))
+	if err := s.transferBatchTx(ctx, tx, chains, tids, out); err != nil {
+		return err
+	}
+	for _, r := range out {
+		if r.Err != nil {
+			return fmt.Errorf("settle children: %w", r.Err)
+		}
+	}
+	return nil
+}
+
+// decide says what becomes of a SUSPEND child with edges: a transfer (and,
+// for a cancellation, the parent that causes it), or false while a parent
+// has not ended.
+func decide(id int64, edges []edge, nowMs int64) (TransferParams, int64, bool) {
+	var waiting bool
+	for _, e := range edges {
+		if e.parentStatus == "" {
+			waiting = true
+			continue
+		}
+		if !e.cond.Accepts(e.parentStatus) {
+			return TransferParams{TaskID: id, From: contracts.StatusSuspend, To: contracts.StatusCancelled,
+				Reason: fmt.Sprintf("parent %d ended %s; this task runs only when it %s",
+					e.parent, e.parentStatus, conditionText(e.cond)),
+				Actor: "dag"}, e.parent, true
+		}
+	}
+	if waiting || len(edges) == 0 {
+		return TransferParams{}, 0, false
+	}
+	return TransferParams{TaskID: id, From: contracts.StatusSuspend, To: contracts.StatusReady,
+		Reason: "released: " + parentsEnded(edges), Actor: "dag"}, 0, true
+}
+
+// nameCulprits adds to each cancellation's reason what its parent is (its
+// step key, its type), so that a person reads who, not only an ID.
+func nameCulprits(ctx context.Context, tx *sql.Tx, chains [][]TransferParams, culprits map[int]int64) error {
+	if len(culprits) == 0 {
+		return nil
+	}
+	var ids []int64
+	for _, id := range culprits {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	ids = slices.Compact(ids)
+	rows, err := tx.QueryContext(ctx, `SELECT t.id, t.task_type, COALESCE(ws.step_key, '') FROM tasks t FORCE INDEX (PRIMARY)
+		LEFT JOIN workflow_steps ws ON ws.task_id = t.id WHERE t.id IN (`+marks(len(ids))+`)`, int64Args(ids)...)
+	if err != nil {
+		return fmt.Errorf("name parents: %w", err)
+	}
+	defer rows.Close()
+	names := map[int64]string{}
+	for rows.Next() {
+		var id int64
+		var typ, step string
+		if err := rows.Scan(&id, &typ, &step); err != nil {
+			return fmt.Errorf("name parents: %w", err)
+		}
+		names[id] = "type " + typ
+		if step != "" {
+			names[id] = fmt.Sprintf("step %q, type %s", step, typ)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("name parents: %w", err)
+	}
+	for i, parent := range culprits {
+		if n, ok := names[parent]; ok {
+			chains[i][0].Reason += " (parent: " + n + ")"
+		}
+	}
+	return nil
+}
+
+// parentsEnded says how the parents ended: each by ID when they are few,
+// counted by state when they are many (a fan-in of hundreds).
+func parentsEnded(edges []edge) string {
+	if len(edges) <= 8 {
+		parts := make([]string, len(edges))
+		for i, e := range edges {
+			parts[i] = fmt.Sprintf("%d %s", e.parent, e.parentStatus)
+		}
+		return "parents ended (" + strings.Join(parts, ", ") + ")"
+	}
+	count := map[contracts.Status]int{}
+	for _, e := range edges {
+		count[e.parentStatus]++
+	}
+	var parts []string
+	for _, st := range finalStates {
+		if count[st] > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", count[st], st))
+		}
+	}
+	return fmt.Sprintf("all %d parents ended (%s)", len(edges), strings.Join(parts, ", "))
+}
+
+func conditionText(c contracts.Condition) string {
+	switch c {
+	case contracts.WhenFailure:
+		return "fails"
+	case contracts.WhenAlways:
+		return "ends"
+	}
+	return "succeeds"
+}
+
+// fillDue gives every release its due time: the child's own (a step with
+// a delay) or now, dispatched at once when it is due.
+func (s *Store) fillDue(ctx context.Context, tx *sql.Tx, chains [][]TransferParams, nowMs int64) error {
+	var ids []int64
+	for _, c := range chains {
+		if c[0].To == contracts.StatusReady {
+			ids = append(ids, c[0].TaskID)
+		}
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	due := make(map[int64]int64, len(ids))
+	rows, err := tx.QueryContext(ctx, `SELECT id, next_run_time FROM tasks WHERE id IN (`+marks(len(ids))+`)`, int64Args(ids)...)
+	if err != nil {
+		return fmt.Errorf("read due times: %w", err)
+	}
+	for rows.Next() {
+		var id, next int64
+		if err := rows.Scan(&id, &next); err != nil {
+			rows.Close()
+			return fmt.Errorf("read due times: %w", err)
+		}
+		due[id] = next
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("read due times: %w", err)
+	}
+	for _, c := range chains {
+		p := &c[0]
+		if p.To != contracts.StatusReady {
+			continue
+		}
+		next := max(due[p.TaskID], nowMs)
+		p.NextRunTimeMs = &next
+		if next <= nowMs {
+			p.Route = events.RouteDispatch
+		}
+	}
+	return nil
+}
+
+// childEdges reads the dependencies of children with a plain read (see
+// the package comment on locks).
+func childEdges(ctx context.Context, tx *sql.Tx, children []int64) (map[int64][]edge, error) {
+	out := make(map[int64][]edge, len(children))
+	for chunk := range slices.Chunk(children, batchChunkRows) {
+		rows, err := tx.QueryContext(ctx, `SELECT child_id, parent_id, cond, parent_status FROM task_dependencies
+			WHERE child_id IN (`+marks(len(chunk))+`) ORDER BY child_id, parent_id`, int64Args(chunk)...)
+		if err != nil {
+			return nil, fmt.Errorf("read dependencies: %w", err)
+		}
+		for rows.Next() {
+			var child int64
+			var e edge
+			var cond string
+			var ps sql.NullString
+			if err := rows.Scan(&child, &e.parent, &cond, &ps); err != nil {
+				rows.Close()
+				return nil, fmt.Errorf("read dependencies: %w", err)
+			}
+			e.cond, e.parentStatus = contracts.Condition(cond), contracts.Status(ps.String)
+			out[child] = append(out[child], e)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, fmt.Errorf("read dependencies: %w", err)
+		}
+	}
+	return out, nil
+}
+
+// ReconcileSuspended re-settles up to limit SUSPEND tasks, untouched for
+// olderThanMs, whose parents have all ended: the parents' rows are the
+// truth, copied onto the dependency rows, and the child is settled as the
+// parents' own transfers would have. It returns how many it moved.
+func (s *Store) ReconcileSuspended(ctx context.Context, olderThanMs int64, limit int) (int, error) {
+	fin := marks(len(finalStates))
+	args := []any{olderThanMs}
+	for _, st := range finalStates {
+		args = append(args, string(st))
+	}
+	args = append(args, limit)
+	rows, err := s.db.QueryContext(ctx, `SELECT t.id FROM tasks t
+		WHERE t.status = 'SUSPEND' AND t.dag = 1 AND t.updated_at < NOW(3) - INTERVAL ? * 1000 MICROSECOND
+		  AND EXISTS (SELECT 1 FROM task_dependencies d WHERE d.child_id = t.id)
+		  AND NOT EXISTS (SELECT 1 FROM task_dependencies d JOIN tasks p ON p.id = d.parent_id
+		                  WHERE d.child_id = t.id AND p.status NOT IN (`+fin+`))
+		ORDER BY t.id LIMIT ?`, args...)
+	if err != nil {
+		return 0, fmt.Errorf("find stranded children: %w", err)
+	}
+	ids, err := scanIDs(rows)
+	if err != nil {
+		return 0, fmt.Errorf("find stranded children: %w", err)
+	}
+	moved := 0
+	for _, id := range ids {
+		ok, err := s.reconcileChild(ctx, id)
+		if err != nil {
+			return moved, err
+		}
+		if ok {
+			moved++
+		}
+	}
+	return moved, nil
+}
+
+// reconcileChild settles one stranded child in a transaction of its own.
+func (s *Store) reconcileChild(ctx context.Context, id int64) (bool, error) {
+	moved := false
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		st, err := lockStatuses(ctx, tx, []int64{id})
+		if err != nil || st[id] != contracts.StatusSuspend {
+			return err
+		}
+		args := []any{id}
+		for _, f := range finalStates {
+			args = append(args, string(f))
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE task_dependencies d JOIN tasks p ON p.id = d.parent_id
+			SET d.parent_status = p.status WHERE d.child_id = ? AND p.status IN (`+marks(len(finalStates))+`)`, args...); err != nil {
+			return fmt.Errorf("copy parents' states to task %d: %w", id, err)
+		}
+		if err := s.settleChildren(ctx, tx, []int64{id}); err != nil {
+			return err
+		}
+		after, err := lockStatuses(ctx, tx, []int64{id})
+		moved = err == nil && after[id] != contracts.StatusSuspend
+		return err
+	})
+	if err != nil {
+		return false, fmt.Errorf("reconcile task %d: %w", id, err)
+	}
+	if moved {
+		s.notify()
+	}
+	return moved, nil
+}
+
+// Parents returns the dependencies of a task, parents in id order.
+func (s *Store) Parents(ctx context.Context, id int64) ([]Dependency, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT parent_id, cond FROM task_dependencies WHERE child_id = ? ORDER BY parent_id`, id)
+	if err != nil {
+		return nil, fmt.Errorf("parents of task %d: %w", id, err)
+	}
+	defer rows.Close()
+	var out []Dependency
+	for rows.Next() {
+		var d Dependency
+		var c string
+		if err := rows.Scan(&d.ParentID, &c); err != nil {
+			return nil, fmt.Errorf("parents of task %d: %w", id, err)
+		}
+		d.When = contracts.Condition(c)
+		out = append(out, d)
+	}
+	return out, rows.Err()
+}
+
+// execIn runs head followed by "(ids...)" in chunks; args fill head's own
+// placeholders.
+func execIn(ctx context.Context, tx *sql.Tx, head string, ids []int64, args ...any) error {
+	for chunk := range slices.Chunk(ids, batchChunkRows) {
+		if _, err := tx.ExecContext(ctx, head+"("+marks(len(chunk))+")", append(slices.Clone(args), int64Args(chunk)...)...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// queryPairs runs head "(ids...)" tail in chunks and returns the first two
+// columns of every row.
+func queryPairs(ctx context.Context, tx *sql.Tx, head string, ids []int64, tail string) ([][2]int64, error) {
+	var out [][2]int64
+	for chunk := range slices.Chunk(ids, batchChunkRows) {
+		rows, err := tx.QueryContext(ctx, head+"("+marks(len(chunk))+")"+tail, int64Args(chunk)...)
+		if err != nil {
+			return nil, err
+		}
+		for rows.Next() {
+			var p [2]int64
+			if err := rows.Scan(&p[0], &p[1]); err != nil {
+				rows.Close()
+				return nil, err
+			}
+			out = append(out, p)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+func scanIDs(rows *sql.Rows) ([]int64, error) {
+	defer rows.Close()
+	var out []int64
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		out = append(out, id)
+	}
+	return out, rows.Err()
+}

@@ -1,0 +1,467 @@
+package store
+
+import (
+	"cmp"
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/axsched/ax/contracts"
+)
+
+// Workflows: a named set of steps, each an ordinary task, created in one
+// transaction with their dependencies and their compensations (SUSPEND
+// tasks with no parents, started only when needed). The workflow's state
+// follows its steps from the final transfers of its tasks, which lock the
+// workflow row after their own task rows (tasks first, then the workflow,
+// everywhere), so its decisions are serialised and made in the same
+// transaction as the outcome that causes them.
+
+// ErrWorkflowFinal: the workflow has ended and cannot be cancelled.
+var ErrWorkflowFinal = errors.New("workflow has ended")
+
+// StepTakenError: a step's (type, biz_key) belongs to an existing task,
+// which cannot become a step of a new workflow.
+type StepTakenError struct {
+	Key    string
+	TaskID int64
+}
+
+func (e *StepTakenError) Error() string {
+	return fmt.Sprintf("step %q: task %d has the same type and biz_key already", e.Key, e.TaskID)
+}
+
+// NewWorkflow describes a workflow to create.
+type NewWorkflow struct {
+	ID     int64
+	Name   string
+	BizKey *string
+	// Steps in topological order: a step's Task.Parents name earlier
+	// steps' task IDs, and its ID is above theirs.
+	Steps []NewWorkflowStep
+}
+
+// NewWorkflowStep is one step: its task and, optionally, the task that
+// undoes it (created SUSPEND, DAG, without parents; its ID is above every
+// step's, and descends with the step's position, so that compensations
+// chained in reverse order keep parents below children).
+type NewWorkflowStep struct {
+	Key          string
+	Task         NewTask
+	Compensation *NewTask
+}
+
+// Workflow is a row of workflows with its steps.
+type Workflow struct {
+	ID        int64
+	Name      string
+	BizKey    *string
+	Status    contracts.WorkflowStatus
+	Reason    string
+	CreatedAt time.Time
+	UpdatedAt time.Time
+	Steps     []WorkflowStep
+}
+
+// WorkflowStep is a step as stored, with its task's state.
+type WorkflowStep struct {
+	Key                string
+	TaskID             int64
+	Type               string
+	Status             contracts.Status
+	Parents            []Dependency
+	CompensationTaskID int64
+	CompensationStatus contracts.Status
+}
+
+// API converts the workflow to its public JSON shape.
+func (w *Workflow) API() contracts.Workflow {
+	out := contracts.Workflow{ID: strconv.FormatInt(w.ID, 10), Name: w.Name, Status: w.Status, Reason: w.Reason,
+		CreatedAt: w.CreatedAt, UpdatedAt: w.UpdatedAt, Steps: make([]contracts.WorkflowStepState, len(w.Steps))}
+	if w.BizKey != nil {
+		out.BizKey = *w.BizKey
+	}
+	keyOf := make(map[int64]string, len(w.Steps))
+	for _, st := range w.Steps {
+		keyOf[st.TaskID] = st.Key
+	}
+	for i, st := range w.Steps {
+		s := contracts.WorkflowStepState{Key: st.Key, TaskID: strconv.FormatInt(st.TaskID, 10), Type: st.Type,
+			Status: st.Status, CompensationStatus: st.CompensationStatus}
+		for _, p := range st.Parents {
+			s.DependsOn = append(s.DependsOn, keyOf[p.ParentID])
+			s.When = string(p.When)
+		}
+		if st.CompensationTaskID != 0 {
+			s.CompensationTaskID = strconv.FormatInt(st.CompensationTaskID, 10)
+		}
+		out.Steps[i] = s
+	}
+	return out
+}
+
+// CreateWorkflow creates the workflow, its step tasks, their dependencies
+// and their compensations in one transaction. A workflow with the same
+// name and biz_key returns the existing one and dedup=true, nothing
+// written. A step whose (type, biz_key) is taken fails the whole call with
+// a *StepTakenError; an ID collision with ErrIDTaken (retry with new IDs).
+func (s *Store) CreateWorkflow(ctx context.Context, nw NewWorkflow) (*Workflow, bool, error) {
+	tasks := make([]NewTask, 0, 2*len(nw.Steps))
+	for _, st := range nw.Steps {
+		st.Task.DAG = true
+		tasks = append(tasks, st.Task)
+	}
+	for _, st := range nw.Steps {
+		if st.Compensation != nil {
+			c := *st.Compensation
+			c.DAG, c.Status = true, contracts.StatusSuspend
+			tasks = append(tasks, c)
+		}
+	}
+	if err := checkNewTasks(tasks); err != nil {
+		return nil, false, err
+	}
+	errDup := errors.New("duplicate workflow")
+	// The columns keep milliseconds; the answer says what a read would.
+	at := s.now().UTC().Truncate(time.Millisecond)
+	var out []BatchResult
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		var bizKey any
+		if nw.BizKey != nil {
+			bizKey = []byte(*nw.BizKey)
+		}
+		_, err := tx.ExecContext(ctx, `INSERT INTO workflows (id, name, biz_key, status, open_steps, created_at, updated_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?)`, nw.ID, nw.Name, bizKey, string(contracts.WorkflowRunning), len(nw.Steps), at, at)
+		if isDuplicateKey(err) {
+			if nw.BizKey == nil {
+				// Only the primary key can refuse a workflow without a key.
+				return fmt.Errorf("workflow %d: %w", nw.ID, ErrIDTaken)
+			}
+			return errDup
+		}
+		if err != nil {
+			return fmt.Errorf("insert workflow: %w", err)
+		}
+		if out, err = s.createTasksTx(ctx, tx, tasks); err != nil {
+			return err
+		}
+		rows := make([][]any, len(nw.Steps))
+		for i, st := range nw.Steps {
+			if out[i].Deduplicated {
+				return &StepTakenError{Key: st.Key, TaskID: out[i].Task.ID}
+			}
+			var comp any
+			if st.Compensation != nil {
+				comp = st.Compensation.ID
+			}
+			rows[i] = []any{nw.ID, st.Key, i, st.Task.ID, comp}
+		}
+		for _, r := range out[len(nw.Steps):] {
+			if r.Deduplicated {
+				return &StepTakenError{Key: "compensation", TaskID: r.Task.ID}
+			}
+		}
+		return insertRows(ctx, tx, `INSERT INTO workflow_steps (workflow_id, step_key, position, task_id, compensation_task_id) VALUES `, "", rows)
+	})
+	if errors.Is(err, errDup) {
+		w, err := s.workflowByBizKey(ctx, nw.Name, *nw.BizKey)
+		return w, true, err
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("create workflow %q: %w", nw.Name, err)
+	}
+	s.countCreated(out)
+	return createdWorkflow(nw, out, at), false, nil
+}
+
+// createdWorkflow is what GetWorkflow would answer for the workflow just
+// created, built from what was written (nothing settles a new workflow's
+// steps at once: their parents are new too), without reading it back.
+func createdWorkflow(nw NewWorkflow, out []BatchResult, at time.Time) *Workflow {
+	w := &Workflow{ID: nw.ID, Name: nw.Name, BizKey: nw.BizKey, Status: contracts.WorkflowRunning,
+		CreatedAt: at, UpdatedAt: at, Steps: make([]WorkflowStep, len(nw.Steps))}
+	for i, st := range nw.Steps {
+		parents := slices.Clone(st.Task.Parents)
+		slices.SortFunc(parents, func(a, b Dependency) int { return cmp.Compare(a.ParentID, b.ParentID) })
+		w.Steps[i] = WorkflowStep{Key: st.Key, TaskID: st.Task.ID, Type: st.Task.Type, Status: out[i].Task.Status,
+			Parents: parents}
+		if st.Compensation != nil {
+			w.Steps[i].CompensationTaskID, w.Steps[i].CompensationStatus = st.Compensation.ID, contracts.StatusSuspend
+		}
+	}
+	return w
+}
+
+func (s *Store) workflowByBizKey(ctx context.Context, name, bizKey string) (*Workflow, error) {
+	var id int64
+	err := s.db.QueryRowContext(ctx, `SELECT id FROM workflows WHERE name = ? AND biz_key = ?`, name, []byte(bizKey)).Scan(&id)
+	if errors.Is(err, sql.ErrNoRows) {
+		// The insert was refused by the primary key, not the name and key.
+		return nil, fmt.Errorf("workflow %q: %w", name, ErrIDTaken)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("load workflow %q by biz_key: %w", name, err)
+	}
+	return s.GetWorkflow(ctx, id)
+}
+
+// GetWorkflow loads a workflow with its steps and their tasks' states.
+func (s *Store) GetWorkflow(ctx context.Context, id int64) (*Workflow, error) {
+	var w Workflow
+	var bizKey []byte
+	var status string
+	err := s.db.QueryRowContext(ctx, `SELECT id, name, biz_key, status, reason, created_at, updated_at FROM workflows WHERE id = ?`, id).
+		Scan(&w.ID, &w.Name, &bizKey, &status, &w.Reason, &w.CreatedAt, &w.UpdatedAt)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("workflow %d: %w", id, ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("get workflow %d: %w", id, err)
+	}
+	w.Status = contracts.WorkflowStatus(status)
+	if bizKey != nil {
+		k := string(bizKey)
+		w.BizKey = &k
+	}
+	rows, err := s.db.QueryContext(ctx, `SELECT ws.step_key, ws.task_id, t.task_type, t.status,
+			COALESCE(ws.compensation_task_id, 0), COALESCE(c.status, '')
+		FROM workflow_steps ws JOIN tasks t ON t.id = ws.task_id LEFT JOIN tasks c ON c.id = ws.compensation_task_id
+		WHERE ws.workflow_id = ? ORDER BY ws.position`, id)
+	if err != nil {
+		return nil, fmt.Errorf("steps of workflow %d: %w", id, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var st WorkflowStep
+		var ts, cs string
+		if err := rows.Scan(&st.Key, &st.TaskID, &st.Type, &ts, &st.CompensationTaskID, &cs); err != nil {
+			return nil, fmt.Errorf("steps of workflow %d: %w", id, err)
+		}
+		st.Status, st.CompensationStatus = contracts.Status(ts), contracts.Status(cs)
+		w.Steps = append(w.Steps, st)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("steps of workflow %d: %w", id, err)
+	}
+	if err := s.fillStepParents(ctx, &w); err != nil {
+		return nil, err
+	}
+	return &w, nil
+}
+
+func (s *Store) fillStepParents(ctx context.Context, w *Workflow) error {
+	rows, err := s.db.QueryContext(ctx, `SELECT d.child_id, d.parent_id, d.cond FROM workflow_steps ws
+		JOIN task_dependencies d ON d.child_id = ws.task_id WHERE ws.workflow_id = ? ORDER BY d.child_id, d.parent_id`, w.ID)
+	if err != nil {
+		return fmt.Errorf("dependencies of workflow %d: %w", w.ID, err)
+	}
+	defer rows.Close()
+	idx := make(map[int64]int, len(w.Steps))
+	for i, st := range w.Steps {
+		idx[st.TaskID] = i
+	}
+	for rows.Next() {
+		var child int64
+		var d Dependency
+		var c string
+		if err := rows.Scan(&child, &d.ParentID, &c); err != nil {
+			return fmt.Errorf("dependencies of workflow %d: %w", w.ID, err)
+		}
+		d.When = contracts.Condition(c)
+		if i, ok := idx[child]; ok {
+			w.Steps[i].Parents = append(w.Steps[i].Parents, d)
+		}
+	}
+	return rows.Err()
+}
+
+// WorkflowOf returns the ID of the workflow task id is a step or a
+// compensation of, or 0.
+func (s *Store) WorkflowOf(ctx context.Context, id int64) (int64, error) {
+	var wf int64
+	err := s.db.QueryRowContext(ctx, `SELECT workflow_id FROM workflow_steps WHERE task_id = ?
+		UNION ALL SELECT workflow_id FROM workflow_steps WHERE compensation_task_id = ? LIMIT 1`, id, id).Scan(&wf)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("workflow of task %d: %w", id, err)
+	}
+	return wf, nil
+}
+
+// CancelWorkflow cancels a running or compensating workflow and, in the
+// same transaction, every step and compensation that has not ended.
+func (s *Store) CancelWorkflow(ctx context.Context, id int64, actor string) (*Workflow, error) {
+	var err error
+	for try := 0; try < 3; try++ {
+		err = s.inTx(ctx, func(tx *sql.Tx) error { return s.cancelWorkflowTx(ctx, tx, id, actor) })
+		if err == nil || !IsDeadlock(err) {
+			break
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	s.notify()
+	return s.GetWorkflow(ctx, id)
+}
+
+func (s *Store) cancelWorkflowTx(ctx context.Context, tx *sql.Tx, id int64, actor string) error {
+	ids, err := queryPairs(ctx, tx, `SELECT task_id, COALESCE(compensation_task_id, 0) FROM workflow_steps WHERE workflow_id IN `, []int64{id}, ``)
+	if err != nil {
+		return fmt.Errorf("steps of workflow %d: %w", id, err)
+	}
+	var tasks []int64
+	for _, p := range ids {
+		tasks = append(tasks, p[0])
+		if p[1] != 0 {
+			tasks = append(tasks, p[1])
+		}
+	}
+	// Tasks first, then the workflow: the order every final transfer
+	// takes.
+	status, err := lockStatuses(ctx, tx, tasks)
+	if err != nil {
+		return err
+	}
+	locked, err := lockWorkflows(ctx, tx, []int64{id})
+	if err != nil {
+		return err
+	}
+	wf := locked[id]
+	if wf.status.Final() {
+		return fmt.Errorf("workflow %d is %s: %w", id, wf.status, ErrWorkflowFinal)
+	}
+	wf.status, wf.reason = contracts.WorkflowCancelled, "cancelled by "+actor
+	if err := wf.save(ctx, tx); err != nil {
+		return err
+	}
+	slices.Sort(tasks)
+	var chains [][]TransferParams
+	var tids []int64
+	for _, t := range tasks {
+		if contracts.CanTransition(status[t], contracts.StatusCancelled) {
+			chains = append(chains, []TransferParams{{TaskID: t, From: status[t], To: contracts.StatusCancelled,
+				Reason: fmt.Sprintf("workflow %d cancelled", id), Actor: actor}})
+			tids = append(tids, t)
+		}
+	}
+	return s.mustTransfer(ctx, tx, chains, tids)
+}
+
+// mustTransfer runs chains in tx; a chain that loses is an error, since
+// the caller holds the rows' locks and checked their states.
+func (s *Store) mustTransfer(ctx context.Context, tx *sql.Tx, chains [][]TransferParams, ids []int64) error {
+	if len(chains) == 0 {
+		return nil
+	}
+	out := make([]ChainResult, len(chains))
+	if err := s.transferBatchTx(ctx, tx, chains, ids, out); err != nil {
+		return err
+	}
+	for _, r := range out {
+		if r.Err != nil {
+			return r.Err
+		}
+	}
+	return nil
+}
+
+// workflowRow is a locked workflow row.
+type workflowRow struct {
+	id         int64
+	status     contracts.WorkflowStatus
+	reason     string
+	openSteps  int
+	openComps  int
+	compFailed bool
+}
+
+// lockWorkflows locks the rows of ids, in ascending order, in one query.
+// FORCE INDEX, as in lockRows: on a small table the optimiser would rather
+// scan it, which under FOR UPDATE locks every row and gap, and workflows
+// being created then deadlock with the outcomes that lock them.
+func lockWorkflows(ctx context.Context, tx *sql.Tx, ids []int64) (map[int64]*workflowRow, error) {
+	out := make(map[int64]*workflowRow, len(ids))
+	for chunk := range slices.Chunk(ids, batchChunkRows) {
+		rows, err := tx.QueryContext(ctx, `SELECT id, status, reason, open_steps, open_compensations, compensation_failed
+			FROM workflows FORCE INDEX (PRIMARY) WHERE id IN (`+marks(len(chunk))+`) ORDER BY id FOR UPDATE`, int64Args(chunk)...)
+		if err != nil {
+			return nil, fmt.Errorf("lock workflows: %w", err)
+		}
+		for rows.Next() {
+			w := &workflowRow{}
+			var st string
+			if err := rows.Scan(&w.id, &st, &w.reason, &w.openSteps, &w.openComps, &w.compFailed); err != nil {
+				rows.Close()
+				return nil, fmt.Errorf("lock workflows: %w", err)
+			}
+			w.status = contracts.WorkflowStatus(st)
+			out[w.id] = w
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, fmt.Errorf("lock workflows: %w", err)
+		}
+	}
+	for _, id := range ids {
+		if out[id] == nil {
+			return nil, fmt.Errorf("workflow %d: %w", id, ErrNotFound)
+		}
+	}
+	return out, nil
+}
+
+// saveWorkflows writes the rows ws in one statement per chunk: a CASE per
+// column, keyed by id.
+func saveWorkflows(ctx context.Context, tx *sql.Tx, ws []*workflowRow) error {
+	for chunk := range slices.Chunk(ws, batchChunkRows) {
+		if len(chunk) == 1 {
+			if err := chunk[0].save(ctx, tx); err != nil {
+				return err
+			}
+			continue
+		}
+		cols := []struct {
+			name string
+			val  func(*workflowRow) any
+		}{
+			{"status", func(w *workflowRow) any { return string(w.status) }},
+			{"reason", func(w *workflowRow) any { return Truncate(w.reason, 2048) }},
+			{"open_steps", func(w *workflowRow) any { return w.openSteps }},
+			{"open_compensations", func(w *workflowRow) any { return w.openComps }},
+			{"compensation_failed", func(w *workflowRow) any { return w.compFailed }},
+		}
+		var set []string
+		var args []any
+		whens := strings.Repeat(" WHEN ? THEN ?", len(chunk))
+		for _, c := range cols {
+			set = append(set, c.name+" = CASE id"+whens+" END")
+			for _, w := range chunk {
+				args = append(args, w.id, c.val(w))
+			}
+		}
+		for _, w := range chunk {
+			args = append(args, w.id)
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE workflows FORCE INDEX (PRIMARY) SET `+strings.Join(set, ", ")+` WHERE id IN (`+marks(len(chunk))+`)`, args...); err != nil {
+			return fmt.Errorf("update %d workflows: %w", len(chunk), err)
+		}
+	}
+	return nil
+}
+
+func (w *workflowRow) save(ctx context.Context, tx *sql.Tx) error {
+	_, err := tx.ExecContext(ctx, `UPDATE workflows SET status = ?, reason = ?, open_steps = ?, open_compensations = ?,
+		compensation_failed = ? WHERE id = ?`, string(w.status), Truncate(w.reason, 2048), w.openSteps, w.openComps, w.compFailed, w.id)
+	if err != nil {
+		return fmt.Errorf("update workflow %d: %w", w.id, err)
+	}
+	return nil
+}

@@ -1,0 +1,329 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"slices"
+
+	"github.com/axsched/ax/contracts"
+)
+
+// The workflow state machine, driven by the final transfers of its tasks
+// (see docs/workflows.md for the diagram):
+//
+//	RUNNING -> SUCCEEDED            every step ended, none failed unhandled
+//	RUNNING -> FAILED               a step failed for good, unhandled, and
+//	                                no succeeded step has a compensation
+//	RUNNING -> COMPENSATING         ... and some have: they run, last first
+//	COMPENSATING -> COMPENSATED     every compensation succeeded
+//	COMPENSATING -> COMPENSATION_FAILED  one did not
+//	RUNNING, COMPENSATING -> CANCELLED   through the API
+//
+// A failure is handled when the failed step has a child that waits for
+// its failure (when: failure or always): the workflow then goes on.
+
+// stepEvent is a workflow task that ended in this transaction.
+type stepEvent struct {
+	taskID  int64
+	key     string
+	status  contracts.Status
+	compFor bool // a compensation, not a step
+	// open: the step had not ended before. A step ends once; a re-run
+	// from a dead letter ending again changes nothing.
+	open bool
+}
+
+// workflowsAfterFinal tells the workflows of the tasks in ids (those that
+// are steps or compensations) that they ended with finals.
+func (s *Store) workflowsAfterFinal(ctx context.Context, tx *sql.Tx, ids []int64, finals map[int64]contracts.Status) error {
+	byWF := map[int64][]stepEvent{}
+	for _, q := range []struct {
+		col     string
+		compFor bool
+	}{{"task_id", false}, {"compensation_task_id", true}} {
+		for chunk := range slices.Chunk(ids, batchChunkRows) {
+			rows, err := tx.QueryContext(ctx, `SELECT workflow_id, `+q.col+`, step_key, final_status IS NULL FROM workflow_steps WHERE `+q.col+
+				` IN (`+marks(len(chunk))+`)`, int64Args(chunk)...)
+			if err != nil {
+				return fmt.Errorf("find workflows: %w", err)
+			}
+			for rows.Next() {
+				var wf int64
+				var e stepEvent
+				if err := rows.Scan(&wf, &e.taskID, &e.key, &e.open); err != nil {
+					rows.Close()
+					return fmt.Errorf("find workflows: %w", err)
+				}
+				e.status, e.compFor = finals[e.taskID], q.compFor
+				byWF[wf] = append(byWF[wf], e)
+			}
+			rows.Close()
+			if err := rows.Err(); err != nil {
+				return fmt.Errorf("find workflows: %w", err)
+			}
+		}
+	}
+	if err := recordStepEnds(ctx, tx, byWF); err != nil {
+		return err
+	}
+	wfs := make([]int64, 0, len(byWF))
+	for wf := range byWF {
+		wfs = append(wfs, wf)
+	}
+	slices.Sort(wfs)
+	locked, err := lockWorkflows(ctx, tx, wfs)
+	if err != nil {
+		return err
+	}
+	// The common case (a step ended, maybe the workflow with it) is
+	// decided in memory and written for every workflow at once; starting
+	// a compensation writes its own.
+	var save []*workflowRow
+	var ended []int64
+	for _, id := range wfs {
+		w := locked[id]
+		wasFinal := w.status.Final()
+		saved, err := s.workflowEvents(ctx, tx, w, byWF[id])
+		if err != nil {
+			return err
+		}
+		if saved {
+			continue
+		}
+		save = append(save, w)
+		if w.status.Final() && !wasFinal {
+			ended = append(ended, id)
+		}
+	}
+	if err := saveWorkflows(ctx, tx, save); err != nil {
+		return err
+	}
+	// Saved first, so that these cancellations' own final transfers find
+	// their workflows ended and are not counted.
+	return s.cancelUnneeded(ctx, tx, ended, nil, func(wf int64) string {
+		return fmt.Sprintf("not needed: workflow %s", locked[wf].status)
+	})
+}
+
+// recordStepEnds writes the final state of the steps that ended, one
+// statement per state. The steps' task rows are locked by the transfer,
+// so nobody else ends them meanwhile.
+func recordStepEnds(ctx context.Context, tx *sql.Tx, byWF map[int64][]stepEvent) error {
+	byStatus := map[contracts.Status][]int64{}
+	for _, evs := range byWF {
+		for _, e := range evs {
+			if !e.compFor && e.open {
+				byStatus[e.status] = append(byStatus[e.status], e.taskID)
+			}
+		}
+	}
+	for st, ids := range byStatus {
+		if err := execIn(ctx, tx, `UPDATE workflow_steps FORCE INDEX (uk_workflow_steps_task) SET final_status = ? WHERE task_id IN `, ids, string(st)); err != nil {
+			return fmt.Errorf("record the end of %d step(s): %w", len(ids), err)
+		}
+	}
+	return nil
+}
+
+// workflowEvents applies the ended tasks of one locked workflow to w. It
+// returns saved when it wrote the row itself (a compensation started);
+// otherwise the caller saves w.
+func (s *Store) workflowEvents(ctx context.Context, tx *sql.Tx, w *workflowRow, evs []stepEvent) (saved bool, _ error) {
+	var failed *stepEvent
+	var succeeded []int64
+	for i, e := range evs {
+		if e.compFor {
+			if w.status == contracts.WorkflowCompensating {
+				w.openComps--
+				w.compFailed = w.compFailed || e.status != contracts.StatusSuccess
+			}
+			continue
+		}
+		if !e.open {
+			continue
+		}
+		w.openSteps--
+		switch e.status {
+		case contracts.StatusFailed, contracts.StatusTimeout:
+			handled, err := failureHandled(ctx, tx, e.taskID)
+			if err != nil {
+				return false, err
+			}
+			if !handled && failed == nil {
+				failed = &evs[i]
+			}
+		case contracts.StatusSuccess:
+			succeeded = append(succeeded, e.taskID)
+		}
+	}
+	switch {
+	case failed != nil && w.status == contracts.WorkflowRunning:
+		return true, s.startCompensation(ctx, tx, w, *failed)
+	case w.status == contracts.WorkflowCompensating && len(succeeded) > 0:
+		// A step that was running when another failed and succeeded
+		// since is undone too, at once.
+		n, err := s.releaseCompensations(ctx, tx, w.id, succeeded)
+		if err != nil {
+			return false, err
+		}
+		w.openComps += n
+	case w.status == contracts.WorkflowRunning && w.openSteps <= 0:
+		w.status, w.reason = contracts.WorkflowSucceeded, "every step ended"
+	}
+	if w.status == contracts.WorkflowCompensating && w.openComps <= 0 {
+		w.status = contracts.WorkflowCompensated
+		if w.compFailed {
+			w.status = contracts.WorkflowCompensationFailed
+		}
+	}
+	return false, nil
+}
+
+// failureHandled reports whether a failed step has a child that waits for
+// its failure.
+func failureHandled(ctx context.Context, tx *sql.Tx, taskID int64) (bool, error) {
+	var n int
+	err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM task_dependencies WHERE parent_id = ? AND cond <> 'success'`, taskID).Scan(&n)
+	if err != nil {
+		return false, fmt.Errorf("failure branches of task %d: %w", taskID, err)
+	}
+	return n > 0, nil
+}
+
+// startCompensation answers a step that failed for good: the compensations
+// of the steps that succeeded run one after the other, the last step's
+// first, each waiting for the one before to end (when: always); the other
+// compensations are cancelled. With nothing to compensate the workflow
+// fails.
+func (s *Store) startCompensation(ctx context.Context, tx *sql.Tx, w *workflowRow, failed stepEvent) error {
+	comps, err := queryPairs(ctx, tx, `SELECT compensation_task_id, position FROM workflow_steps
+		WHERE final_status = 'SUCCESS' AND compensation_task_id IS NOT NULL AND workflow_id IN `, []int64{w.id}, ` ORDER BY position DESC`)
+	if err != nil {
+		return fmt.Errorf("compensations of workflow %d: %w", w.id, err)
+	}
+	chain := make([]int64, len(comps))
+	for i, c := range comps {
+		chain[i] = c[0]
+	}
+	why := fmt.Sprintf("step %q (task %d) ended %s", failed.key, failed.taskID, failed.status)
+	if len(chain) == 0 {
+		w.status, w.reason = contracts.WorkflowFailed, why
+		if err := w.save(ctx, tx); err != nil {
+			return err
+		}
+		return s.cancelUnneeded(ctx, tx, []int64{w.id}, nil, func(int64) string { return "not needed: " + why })
+	}
+	// The compensations of steps that have not ended stay, in case they
+	// succeed while the others run (releaseCompensations). The rest are
+	// cancelled while the workflow is still RUNNING, so that their own
+	// final transfers are not counted as compensations.
+	open, err := queryPairs(ctx, tx, `SELECT compensation_task_id, position FROM workflow_steps
+		WHERE final_status IS NULL AND compensation_task_id IS NOT NULL AND workflow_id IN `, []int64{w.id}, ``)
+	if err != nil {
+		return fmt.Errorf("compensations of workflow %d: %w", w.id, err)
+	}
+	keep := slices.Clone(chain)
+	for _, o := range open {
+		keep = append(keep, o[0])
+	}
+	if err := s.cancelUnneeded(ctx, tx, []int64{w.id}, keep, func(int64) string { return "not needed: " + why }); err != nil {
+		return err
+	}
+	edges := make([][]any, 0, len(chain)-1)
+	for i := 1; i < len(chain); i++ {
+		edges = append(edges, []any{chain[i-1], chain[i], string(contracts.WhenAlways)})
+	}
+	if len(edges) > 0 {
+		if err := insertRows(ctx, tx, `INSERT INTO task_dependencies (parent_id, child_id, cond) VALUES `, "", edges); err != nil {
+			return fmt.Errorf("chain compensations of workflow %d: %w", w.id, err)
+		}
+	}
+	w.status, w.reason = contracts.WorkflowCompensating, fmt.Sprintf("%s: compensating %d step(s)", why, len(chain))
+	w.openComps = len(chain)
+	if err := w.save(ctx, tx); err != nil {
+		return err
+	}
+	return s.releaseNow(ctx, tx, chain[:1], "compensation started: "+why)
+}
+
+// releaseCompensations starts at once the compensations of the steps in
+// taskIDs, returning how many it started.
+func (s *Store) releaseCompensations(ctx context.Context, tx *sql.Tx, wf int64, taskIDs []int64) (int, error) {
+	pairs, err := queryPairs(ctx, tx, `SELECT compensation_task_id, task_id FROM workflow_steps WHERE compensation_task_id IS NOT NULL AND task_id IN `, taskIDs, ``)
+	if err != nil {
+		return 0, fmt.Errorf("compensations of workflow %d: %w", wf, err)
+	}
+	var ids []int64
+	for _, p := range pairs {
+		ids = append(ids, p[0])
+	}
+	if len(ids) == 0 {
+		return 0, nil
+	}
+	status, err := lockStatuses(ctx, tx, ids)
+	if err != nil {
+		return 0, err
+	}
+	ids = slices.DeleteFunc(ids, func(id int64) bool { return status[id] != contracts.StatusSuspend })
+	slices.Sort(ids)
+	return len(ids), s.releaseNow(ctx, tx, ids, "compensation started: the step succeeded after the workflow began compensating")
+}
+
+// releaseNow moves SUSPEND tasks to READY, due at once.
+func (s *Store) releaseNow(ctx context.Context, tx *sql.Tx, ids []int64, reason string) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	now := s.now().UnixMilli()
+	chains := make([][]TransferParams, len(ids))
+	for i, id := range ids {
+		chains[i] = []TransferParams{{TaskID: id, From: contracts.StatusSuspend, To: contracts.StatusReady,
+			Reason: reason, Actor: "workflow"}}
+	}
+	if err := s.fillDue(ctx, tx, chains, now); err != nil {
+		return err
+	}
+	return s.mustTransfer(ctx, tx, chains, ids)
+}
+
+// cancelUnneeded cancels the compensations of workflows wfs still
+// waiting in SUSPEND, except those in keep, each with reason(its workflow).
+func (s *Store) cancelUnneeded(ctx context.Context, tx *sql.Tx, wfs, keep []int64, reason func(wf int64) string) error {
+	if len(wfs) == 0 {
+		return nil
+	}
+	// By the workflows' key alone: a join on the tasks' state could be
+	// driven from every SUSPEND task instead.
+	pairs, err := queryPairs(ctx, tx, `SELECT compensation_task_id, workflow_id FROM workflow_steps
+		WHERE compensation_task_id IS NOT NULL AND workflow_id IN `, wfs, ``)
+	if err != nil {
+		return fmt.Errorf("compensations of %d workflow(s): %w", len(wfs), err)
+	}
+	var ids []int64
+	wfOf := map[int64]int64{}
+	for _, p := range pairs {
+		if !slices.Contains(keep, p[0]) {
+			ids = append(ids, p[0])
+			wfOf[p[0]] = p[1]
+		}
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	slices.Sort(ids)
+	status, err := lockStatuses(ctx, tx, ids)
+	if err != nil {
+		return err
+	}
+	var chains [][]TransferParams
+	var tids []int64
+	for _, id := range ids {
+		if status[id] == contracts.StatusSuspend {
+			chains = append(chains, []TransferParams{{TaskID: id, From: contracts.StatusSuspend,
+				To: contracts.StatusCancelled, Reason: reason(wfOf[id]), Actor: "workflow"}})
+			tids = append(tids, id)
+		}
+	}
+	return s.mustTransfer(ctx, tx, chains, tids)
+}
