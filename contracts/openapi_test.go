@@ -105,6 +105,7 @@ func TestOpenAPISchemasMatchGoTypes(t *testing.T) {
 		{"Task", reflect.TypeFor[Task]()},
 		{"HistoryEntry", reflect.TypeFor[HistoryEntry]()},
 		{"History", reflect.TypeFor[History]()},
+		{"TaskList", reflect.TypeFor[TaskList]()},
 		{"TaskType", reflect.TypeFor[TaskType]()},
 		{"TaskTypeList", reflect.TypeFor[TaskTypeList]()},
 		{"TaskTypeUpdate", reflect.TypeFor[TaskTypeUpdate]()},
@@ -196,6 +197,7 @@ func TestOpenAPIRoutes(t *testing.T) {
 	doc := loadOpenAPI(t)
 	want := []string{
 		"POST /v1/tasks",
+		"GET /v1/tasks",
 		"POST /v1/tasks:batch",
 		"GET /v1/tasks/{id}",
 		"GET /v1/tasks/{id}/history",

@@ -132,3 +132,12 @@ type History struct {
 	TaskID  string         `json:"task_id"`
 	History []HistoryEntry `json:"history"`
 }
+
+// TaskList is the body of GET /v1/tasks: one page of tasks, without their
+// payloads and results (GET /v1/tasks/{id} has them).
+type TaskList struct {
+	Tasks []Task `json:"tasks"`
+	// NextCursor, present when the page is full, is passed as cursor to
+	// read the next page.
+	NextCursor string `json:"next_cursor,omitempty"`
+}

@@ -83,6 +83,7 @@ func New(cfg Config, st *store.Store, ids *idgen.Generator, clk clock.Clock, log
 // Routes mounts the API on mux.
 func (s *Submitter) Routes(mux *http.ServeMux) {
 	mux.HandleFunc("POST /v1/tasks", s.handleSubmit)
+	mux.HandleFunc("GET /v1/tasks", s.handleListTasks)
 	mux.HandleFunc("GET /v1/tasks/{id}", s.handleGet)
 	mux.HandleFunc("GET /v1/tasks/{id}/history", s.handleHistory)
 	mux.HandleFunc("POST /v1/tasks/{id}/cancel", s.handleCancel)

@@ -76,6 +76,7 @@ var Routes = map[string]Rule{
 	"GET /readyz":                     {Open: true},
 	"GET /metrics":                    {Role: RoleRead},
 	"POST /v1/tasks":                  {Role: RoleSubmit},
+	"GET /v1/tasks":                   {Role: RoleRead},
 	"POST /v1/tasks:batch":            {Role: RoleSubmit},
 	"GET /v1/tasks/{id}":              {Role: RoleRead, OwnTasks: true},
 	"GET /v1/tasks/{id}/history":      {Role: RoleRead, OwnTasks: true},
