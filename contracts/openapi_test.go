@@ -106,6 +106,9 @@ func TestOpenAPISchemasMatchGoTypes(t *testing.T) {
 		{"HistoryEntry", reflect.TypeFor[HistoryEntry]()},
 		{"History", reflect.TypeFor[History]()},
 		{"TaskList", reflect.TypeFor[TaskList]()},
+		{"Stats", reflect.TypeFor[Stats]()},
+		{"TypeStats", reflect.TypeFor[TypeStats]()},
+		{"LaneStats", reflect.TypeFor[LaneStats]()},
 		{"TaskType", reflect.TypeFor[TaskType]()},
 		{"TaskTypeList", reflect.TypeFor[TaskTypeList]()},
 		{"TaskTypeUpdate", reflect.TypeFor[TaskTypeUpdate]()},
@@ -198,6 +201,7 @@ func TestOpenAPIRoutes(t *testing.T) {
 	want := []string{
 		"POST /v1/tasks",
 		"GET /v1/tasks",
+		"GET /v1/stats",
 		"POST /v1/tasks:batch",
 		"GET /v1/tasks/{id}",
 		"GET /v1/tasks/{id}/history",

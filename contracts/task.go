@@ -141,3 +141,26 @@ type TaskList struct {
 	// read the next page.
 	NextCursor string `json:"next_cursor,omitempty"`
 }
+
+// Stats is the body of GET /v1/stats: how many tasks there are per type and
+// state, and the backlog of each lane, read from MySQL at At.
+type Stats struct {
+	At    time.Time   `json:"at"`
+	Types []TypeStats `json:"types"`
+	Lanes []LaneStats `json:"lanes"`
+}
+
+// TypeStats counts one type's tasks per state; states without tasks are
+// left out.
+type TypeStats struct {
+	Type   string           `json:"type"`
+	Counts map[Status]int64 `json:"counts"`
+}
+
+// LaneStats is one priority lane's backlog: waiting tasks (READY or
+// RETRYING) already due, and the due time of the oldest.
+type LaneStats struct {
+	Priority  Priority   `json:"priority"`
+	Backlog   int64      `json:"backlog"`
+	OldestDue *time.Time `json:"oldest_due,omitempty"`
+}

@@ -50,3 +50,9 @@ func (c *Client) ListTasks(ctx context.Context, f TaskFilter, limit int, cursor 
 	var out contracts.TaskList
 	return &out, c.do(ctx, http.MethodGet, path, nil, &out)
 }
+
+// Stats returns the task counts per type and state and each lane's backlog.
+func (c *Client) Stats(ctx context.Context) (*contracts.Stats, error) {
+	var out contracts.Stats
+	return &out, c.do(ctx, http.MethodGet, "/v1/stats", nil, &out)
+}
