@@ -106,6 +106,7 @@ func TestOpenAPISchemasMatchGoTypes(t *testing.T) {
 		{"HistoryEntry", reflect.TypeFor[HistoryEntry]()},
 		{"History", reflect.TypeFor[History]()},
 		{"TaskList", reflect.TypeFor[TaskList]()},
+		{"TaskProgress", reflect.TypeFor[TaskProgress]()},
 		{"Stats", reflect.TypeFor[Stats]()},
 		{"BulkFilter", reflect.TypeFor[BulkFilter]()},
 		{"BulkRequest", reflect.TypeFor[BulkRequest]()},

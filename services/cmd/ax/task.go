@@ -132,14 +132,29 @@ func printTask(w io.Writer, t *contracts.Task) {
 			fmt.Fprintf(tw, "%s:\t%s\n", k, v)
 		}
 	}
+	stamp := func(at time.Time) string {
+		if at.IsZero() {
+			return ""
+		}
+		return at.UTC().Format(time.RFC3339Nano)
+	}
 	row("id", t.ID)
 	row("type", t.Type)
 	row("status", string(t.Status))
 	row("priority", string(t.Priority))
 	row("biz_key", t.BizKey)
 	row("attempt", fmt.Sprint(t.Attempt))
-	row("next_run_time", t.NextRunTime.Format(time.RFC3339Nano))
+	row("retries", fmt.Sprintf("%d of %d", t.RetryCount, t.MaxRetries))
+	row("timeout", t.Timeout)
+	row("created_at", stamp(t.CreatedAt))
+	row("next_run_time", stamp(t.NextRunTime))
+	row("updated_at", stamp(t.UpdatedAt))
 	row("executor", t.Executor)
+	if p := t.Progress; p != nil {
+		row("progress", fmt.Sprintf("%d%% %s (at %s)", p.Percent, p.Message, stamp(p.At)))
+	}
+	row("payload", string(t.Payload))
+	row("result", string(t.Result))
 	row("last_error", strings.TrimSpace(t.LastError))
 	if t.Deduplicated {
 		row("deduplicated", "true (an existing task with this biz_key)")
