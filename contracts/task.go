@@ -165,11 +165,14 @@ type TaskList struct {
 }
 
 // Stats is the body of GET /v1/stats: how many tasks there are per type and
-// state, and the backlog of each lane, read from MySQL at At.
+// state, and the backlog of each lane. Unfinished states and lanes were read
+// from MySQL at At, finished states (SUCCESS, FAILED, TIMEOUT, CANCELLED),
+// which take a scan of the whole table, at FinishedAt.
 type Stats struct {
-	At    time.Time   `json:"at"`
-	Types []TypeStats `json:"types"`
-	Lanes []LaneStats `json:"lanes"`
+	At         time.Time   `json:"at"`
+	FinishedAt time.Time   `json:"finished_at"`
+	Types      []TypeStats `json:"types"`
+	Lanes      []LaneStats `json:"lanes"`
 }
 
 // TypeStats counts one type's tasks per state; states without tasks are

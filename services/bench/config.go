@@ -49,6 +49,8 @@ type Config struct {
 	RetryN int
 	// RetentionN is how many finished tasks the retention workload seeds.
 	RetentionN int
+	// FindN is how many tasks the find workload seeds.
+	FindN int
 	// Concurrency is the executor's pool per type (local mode).
 	Concurrency int
 	// Reps runs every workload this many times; figures are medians.
@@ -115,6 +117,9 @@ func (c *Config) Validate() error {
 		if !slices.Contains(KnownWorkloads, w) {
 			return fmt.Errorf("unknown workload %q: want %s", w, strings.Join(KnownWorkloads, ", "))
 		}
+	}
+	if slices.Contains(c.Workloads, Find) && (c.FindN <= 0 || c.Remote()) {
+		return fmt.Errorf("the find workload needs local mode and a positive --find-n, got %d", c.FindN)
 	}
 	if slices.Contains(c.Workloads, Retention) && (c.RetentionN <= 0 || c.Remote()) {
 		return fmt.Errorf("the retention workload needs local mode and a positive --retention-n, got %d", c.RetentionN)

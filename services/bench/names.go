@@ -12,13 +12,16 @@ const (
 	// Retention is not a standard workload and runs only when asked for: it
 	// seeds a million finished tasks and runs ax twice.
 	Retention = "retention"
+	// Find is not a standard workload either: it seeds a million tasks and
+	// times GET /v1/tasks and GET /v1/stats on them.
+	Find = "find"
 )
 
 // AllWorkloads lists the standard workloads in the order they run.
 var AllWorkloads = []string{Throughput, Latency, Delayed, Retry}
 
 // KnownWorkloads are every workload --workload accepts, in run order.
-var KnownWorkloads = append(slices.Clone(AllWorkloads), Retention)
+var KnownWorkloads = append(slices.Clone(AllWorkloads), Retention, Find)
 
 // Metric names, as docs/benchmarks.md reports them and says how each is
 // measured; they stay fixed so figures compare across builds.

@@ -81,6 +81,8 @@ func runWorkload(ctx context.Context, cfg *Config, w string, rep int) ([]Metric,
 		return withRun(ctx, cfg, label, cfg.CPUProfileDir != "", (*run).retry)
 	case Retention:
 		return retention(ctx, cfg, label)
+	case Find:
+		return find(ctx, cfg, label)
 	}
 	return nil, fmt.Errorf("unknown workload %q", w)
 }
@@ -136,6 +138,8 @@ func settingsOf(cfg *Config, w string) []Setting {
 	case Retention:
 		s = []Setting{{"seeded", cfg.RetentionN}, {"retain_success", seedRetainOn.String()}, {"rate", cfg.Rate},
 			{"duration", cfg.Duration.String()}, {"submit", "single"}}
+	case Find:
+		s = []Setting{{"seeded", cfg.FindN}, {"calls_per_query", findCalls}, {"page", findPageLen}, {"pages_walked", findPages}}
 	}
 	if cfg.Remote() {
 		return append(s, Setting{"target", "remote"})

@@ -31,7 +31,7 @@ func TestStatsCountsAndCaches(t *testing.T) {
 	require.NoError(t, err)
 	clk := &testenv.Clock{}
 	mux := http.NewServeMux()
-	submitter.New(submitter.Config{Node: "test", StatsTTL: time.Minute}, st, ids, clk, testenv.Logger(t)).Routes(mux)
+	submitter.New(submitter.Config{Node: "test", StatsTTL: time.Minute, FinishedStatsTTL: 10 * time.Minute}, st, ids, clk, testenv.Logger(t)).Routes(mux)
 	submit := func(body string) {
 		rec := httptest.NewRecorder()
 		mux.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/v1/tasks", strings.NewReader(body)))
@@ -63,8 +63,16 @@ func TestStatsCountsAndCaches(t *testing.T) {
 	require.Equal(t, map[contracts.Priority]int64{"high": 1, "normal": 1, "low": 0}, backlog, "the delayed task is not due yet")
 
 	submit(`{"type":"stats.b"}`)
+	_, err = st.DB().Exec(`UPDATE tasks SET status = 'SUCCESS' WHERE task_type = 'stats.a' AND priority = 0`)
+	require.NoError(t, err)
 	require.Equal(t, s, stats(), "within the TTL the reading is reused")
 	clk.Skip(time.Minute)
 	s = stats()
-	require.Equal(t, int64(2), s.Types[1].Counts[contracts.StatusReady])
+	require.Equal(t, map[contracts.Status]int64{contracts.StatusReady: 2}, s.Types[1].Counts, "unfinished states are read again")
+	require.Equal(t, map[contracts.Status]int64{contracts.StatusReady: 1}, s.Types[0].Counts,
+		"the finished count is a minute old: the task left READY, its SUCCESS is not counted yet")
+	clk.Skip(10 * time.Minute)
+	s = stats()
+	require.Equal(t, map[contracts.Status]int64{contracts.StatusReady: 1, contracts.StatusSuccess: 1}, s.Types[0].Counts)
+	require.True(t, s.FinishedAt.After(s.At.Add(-time.Second)), "both read just now")
 }

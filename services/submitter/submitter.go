@@ -45,9 +45,10 @@ type Config struct {
 	MaxPayload int64
 	// MaxHorizon is how far ahead a task may be scheduled.
 	MaxHorizon time.Duration
-	// StatsTTL is how long GET /v1/stats serves one reading (default
-	// StatsTTLDefault).
-	StatsTTL time.Duration
+	// StatsTTL and FinishedStatsTTL are how long GET /v1/stats serves a
+	// reading of the work in progress and of the finished tasks (defaults
+	// StatsTTLDefault, FinishedStatsTTLDefault).
+	StatsTTL, FinishedStatsTTL time.Duration
 	// TypeCacheClock is the clock the cache of type settings expires by
 	// (nil: the local clock); tests advance a fake one instead of waiting
 	// the cache's TTL out.
@@ -82,6 +83,9 @@ func New(cfg Config, st *store.Store, ids *idgen.Generator, clk clock.Clock, log
 	}
 	if cfg.StatsTTL <= 0 {
 		cfg.StatsTTL = StatsTTLDefault
+	}
+	if cfg.FinishedStatsTTL <= 0 {
+		cfg.FinishedStatsTTL = FinishedStatsTTLDefault
 	}
 	// A changed type default reaches new submissions within a second.
 	return &Submitter{types: store.NewTypeCache(st, time.Second, cfg.TypeCacheClock), cfg: cfg, store: st, ids: ids, clock: clk, logger: logger.With("service", "submitter"),

@@ -60,13 +60,14 @@ Progress goes to stderr, results to stdout. See docs/benchmarks.md.`,
 		},
 	}
 	fs := cmd.Flags()
-	fs.StringSliceVar(&cfg.Workloads, "workload", bench.AllWorkloads, "workloads to run, comma-separated; also retention (pruning a million finished tasks under the latency workload), run only when named")
+	fs.StringSliceVar(&cfg.Workloads, "workload", bench.AllWorkloads, "workloads to run, comma-separated; also retention (pruning a million finished tasks under the latency workload) and find (list and stats latency on a million tasks), run only when named")
 	fs.IntVar(&cfg.N, "n", bench.NDefault, "throughput: tasks per run")
 	fs.IntVar(&cfg.Rate, "rate", bench.RateDefault, "latency, delayed: submissions per second (open loop, one task per HTTP call)")
 	fs.DurationVar(&cfg.Duration, "duration", bench.DurationDefault, "latency, delayed: how long the open loop submits")
 	fs.DurationVar(&cfg.Delay, "delay", bench.DelayDefault, "delayed: each task's delay")
 	fs.IntVar(&cfg.RetryN, "retry-n", bench.RetryNDefault, "retry: tasks that fail once, then succeed")
 	fs.IntVar(&cfg.RetentionN, "retention-n", bench.RetentionNDefault, "retention: finished tasks seeded, then pruned while the latency workload runs (--workload retention only)")
+	fs.IntVar(&cfg.FindN, "find-n", bench.FindNDefault, "find: tasks seeded, then listed and counted through GET /v1/tasks and GET /v1/stats (--workload find only)")
 	fs.IntVar(&cfg.Concurrency, "concurrency", bench.ConcurrencyDefault, "tasks the started executor runs at once (ax --concurrency)")
 	fs.IntVar(&cfg.Reps, "reps", bench.RepsDefault, "runs per workload; each figure is the median")
 	fs.StringVarP(&output, "output", "o", "text", "text (a Markdown table; table is the same) or json (one object per workload per line)")

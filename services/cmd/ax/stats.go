@@ -18,8 +18,9 @@ func newStatsCmd() *cobra.Command {
 		Use:   "stats",
 		Short: "Count tasks per type and state, and show each lane's backlog",
 		Long: `Count tasks per type and state, and show each priority lane's backlog (due
-READY and RETRYING tasks) with the age of its oldest. The submitter reads
-MySQL at most every few seconds and serves that reading meanwhile.`,
+READY and RETRYING tasks) with the age of its oldest. The submitter reads the
+unfinished states and lanes at most every 5 seconds, and the finished states,
+which take a scan of the whole table, at most once a minute.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			s, err := f.client().Stats(cmd.Context())
@@ -62,5 +63,6 @@ func printStats(w io.Writer, s *contracts.Stats) {
 	if len(s.Types) == 0 && !slices.ContainsFunc(s.Lanes, func(l contracts.LaneStats) bool { return l.Backlog > 0 }) {
 		fmt.Fprintln(w, "no tasks")
 	}
-	fmt.Fprintf(w, "read at %s\n", s.At.Format(time.RFC3339))
+	fmt.Fprintf(w, "unfinished states and lanes read at %s, finished states at %s\n",
+		s.At.Format(time.RFC3339), s.FinishedAt.Format(time.RFC3339))
 }

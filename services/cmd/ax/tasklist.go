@@ -33,9 +33,9 @@ func newTaskListCmd(f *apiFlags) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "list",
 		Short: "List tasks, newest first, by type, state, business key, node and creation time",
-		Long: `List tasks, newest first, one page at a time. With --status the order is the
-latest due time first (for finished tasks: the most recently run first).
-A full page ends with the cursor of the next one.`,
+		Long: `List tasks, newest first, one page at a time. With --status (and no
+--created-before) the order is the latest due time first (for finished tasks:
+the most recently run first). A full page ends with the cursor of the next one.`,
 		Example: `  ax task list --type ax.sleep --status RUNNING
   ax task list --status DEAD --created-after 2026-01-02T00:00:00Z -o json`,
 		Args: cobra.NoArgs,

@@ -12,15 +12,18 @@ import (
 // and stops after Limit rows, so a page costs the same on page one and
 // page ten thousand (keyset pagination, never OFFSET):
 //
-//   - with a state: idx_tasks_status_next_run, latest due time first. For
+//   - with a state (and no upper creation bound): idx_tasks_status_next_run,
+//     latest due time first. For
 //     a finished task the due time is when its last attempt was due, so
 //     this is "most recently run first"; no index pairs the state with the
 //     creation order, since every index holding the state costs every
 //     transfer an entry moved.
-//   - with a type and no state: idx_tasks_type_id (0015), newest first.
+//   - with a type and no state, or a type and a creation window:
+//     idx_tasks_type_id (0015), newest first.
 //   - with a type and a business key: uk_tasks_type_biz_key, one row.
 //   - otherwise: the primary key, newest first (snowflake IDs are in
-//     creation order).
+//     creation order); with a state and a creation window, the window's
+//     range, checking the state on its rows.
 //
 // Every other filter is checked on the rows the range yields. The creation
 // bounds are ID bounds (MinID, MaxID), which the primary key and both
@@ -69,13 +72,20 @@ type ListTasksParams struct {
 	After  *ListCursor
 }
 
-// Order is the order ListTasks returns f's tasks in.
+// Order is the order ListTasks returns f's tasks in: by due time when the
+// state's index is read, by ID otherwise.
 func (f TaskFilter) Order() ListOrder {
-	if f.Status != "" && f.BizKey == nil {
+	if f.byState() {
 		return OrderByDue
 	}
 	return OrderByID
 }
+
+// byState says whether the state's index is read: for a state without a
+// business key or an upper creation bound. With MaxID the creation window
+// is read by ID instead, since a state's range in due order cannot stop at
+// a creation time (a task may fall due long after it was created).
+func (f TaskFilter) byState() bool { return f.Status != "" && f.BizKey == nil && f.MaxID == 0 }
 
 // listTaskColumns are taskColumns without the payload and the result,
 // which a list leaves in the table: a page of a thousand 64 KiB payloads
@@ -123,7 +133,7 @@ func listTasksSQL(cols string, p ListTasksParams) (string, []any) {
 	case f.BizKey != nil:
 		from, order = "tasks FORCE INDEX (uk_tasks_type_biz_key)", "id DESC"
 		add("task_type = ? AND biz_key = ?", f.Type, []byte(*f.BizKey))
-	case f.Status != "":
+	case f.byState():
 		from, order = "tasks FORCE INDEX (idx_tasks_status_next_run)", "next_run_time DESC, id DESC"
 		add("status = ?", string(f.Status))
 		if f.DueFrom > 0 {
@@ -138,10 +148,10 @@ func listTasksSQL(cols string, p ListTasksParams) (string, []any) {
 	default:
 		from, order = "tasks FORCE INDEX (PRIMARY)", "id DESC"
 	}
-	if f.Status != "" && f.BizKey != nil {
+	if f.Status != "" && !f.byState() {
 		add("status = ?", string(f.Status))
 	}
-	if f.Type != "" && f.BizKey == nil && f.Status != "" {
+	if f.Type != "" && f.BizKey == nil && f.byState() {
 		add("task_type = ?", f.Type)
 	}
 	if f.Node != "" {
