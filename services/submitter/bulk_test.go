@@ -145,3 +145,24 @@ func TestBulkCancelRefusesWhenMoreMatchThanCounted(t *testing.T) {
 	require.Contains(t, problemOf(t, rec).Detail, "2 match now, 1 did at the dry run")
 	require.Equal(t, contracts.StatusReady, f.statusOf(t, second))
 }
+
+// TestBulkCancelIsAuditedUnderTheKey: the history of a bulk cancel names
+// the operate key as actor with the caller's note, and a read key may
+// neither dry-run nor confirm.
+func TestBulkCancelIsAuditedUnderTheKey(t *testing.T) {
+	a := startAuthServer(t)
+	id := a.submit(t, "operate")
+	body := []byte(`{"filter":{"status":"READY"},"dry_run":true}`)
+	status, _, _ := a.call(t, "read", http.MethodPost, "/v1/tasks:cancel", body)
+	require.Equal(t, http.StatusForbidden, status)
+	status, _, out := a.call(t, "operate", http.MethodPost, "/v1/tasks:cancel", body)
+	require.Equal(t, http.StatusOK, status, string(out))
+	var dry contracts.BulkResult
+	require.NoError(t, json.Unmarshal(out, &dry))
+	require.Equal(t, int64(1), dry.Matched)
+	status, _, out = a.call(t, "operate", http.MethodPost, "/v1/tasks:cancel",
+		[]byte(`{"filter":{"status":"READY"},"confirm":"`+dry.Confirm+`","note":"alice"}`))
+	require.Equal(t, http.StatusOK, status, string(out))
+	actors := testenv.Column[string](t, a.st.DB(), `SELECT actor FROM task_history WHERE task_id = ? AND to_status = 'CANCELLED'`, id)
+	require.Equal(t, []string{"key:role-operate via submitter@test (note: alice)"}, actors)
+}
