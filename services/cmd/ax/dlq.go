@@ -42,6 +42,7 @@ func newDLQCmd() *cobra.Command {
 	}
 	list.Flags().BoolVar(&filter.All, "all", false, "include letters already re-run")
 	list.Flags().StringVar(&filter.Type, "type", "", "only this task type")
+	list.Flags().StringVar(&filter.TaskID, "task", "", "only the letters of this task ID")
 	list.Flags().StringVar(&filter.Before, "before", "", "only letters older than this id (paging)")
 	list.Flags().IntVar(&filter.Limit, "limit", 100, "at most this many (1..1000)")
 
