@@ -12,7 +12,7 @@ import (
 )
 
 // TestProgressIsFencedByAttempt: only the current attempt of a RUNNING task
-// writes progress.
+// writes progress, and a new attempt starts without the last one's.
 func TestProgressIsFencedByAttempt(t *testing.T) {
 	ctx := context.Background()
 	st, _ := testenv.Store(t)
@@ -35,4 +35,13 @@ func TestProgressIsFencedByAttempt(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 10, got.Progress.Percent)
 	require.Equal(t, "m", got.Progress.Message)
+
+	// Handed back and claimed again: the new attempt starts without.
+	_, err = st.TransferChain(ctx,
+		store.TransferParams{TaskID: task.ID, From: contracts.StatusRunning, To: contracts.StatusReady, ClearExecutor: true, Reason: "test"},
+		store.TransferParams{TaskID: task.ID, From: contracts.StatusReady, To: contracts.StatusRunning, Claim: true, Executor: "n2", Reason: "test"})
+	require.NoError(t, err)
+	got, err = st.GetTask(ctx, task.ID)
+	require.NoError(t, err)
+	require.Nil(t, got.Progress)
 }
