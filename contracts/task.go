@@ -108,24 +108,46 @@ type SubmitRequest struct {
 
 // Task is the API view of a task.
 type Task struct {
-	ID           string          `json:"id"`
-	Type         string          `json:"type"`
-	Status       Status          `json:"status"`
-	Priority     Priority        `json:"priority"`
-	BizKey       string          `json:"biz_key,omitempty"`
-	Payload      json.RawMessage `json:"payload,omitempty"`
-	Attempt      int             `json:"attempt"`
-	RetryCount   int             `json:"retry_count"`
-	MaxRetries   int             `json:"max_retries"`
-	Timeout      string          `json:"timeout"`
-	NextRunTime  time.Time       `json:"next_run_time"`
-	Executor     string          `json:"executor,omitempty"`
-	LastError    string          `json:"last_error,omitempty"`
-	CreatedAt    time.Time       `json:"created_at"`
-	UpdatedAt    time.Time       `json:"updated_at"`
-	Deduplicated bool            `json:"deduplicated,omitempty"`
+	ID          string          `json:"id"`
+	Type        string          `json:"type"`
+	Status      Status          `json:"status"`
+	Priority    Priority        `json:"priority"`
+	BizKey      string          `json:"biz_key,omitempty"`
+	Payload     json.RawMessage `json:"payload,omitempty"`
+	Attempt     int             `json:"attempt"`
+	RetryCount  int             `json:"retry_count"`
+	MaxRetries  int             `json:"max_retries"`
+	Timeout     string          `json:"timeout"`
+	NextRunTime time.Time       `json:"next_run_time"`
+	Executor    string          `json:"executor,omitempty"`
+	LastError   string          `json:"last_error,omitempty"`
+	// Result is what the handler returned on success (JSON, at most
+	// MaxResultBytes); absent when it returned none.
+	Result json.RawMessage `json:"result,omitempty"`
+	// Progress is what the handler last reported of a long run.
+	Progress     *TaskProgress `json:"progress,omitempty"`
+	CreatedAt    time.Time     `json:"created_at"`
+	UpdatedAt    time.Time     `json:"updated_at"`
+	Deduplicated bool          `json:"deduplicated,omitempty"`
 	// Origin names the schedule and fire time of a task a schedule fired.
 	Origin *TaskOrigin `json:"origin,omitempty"`
+}
+
+// MaxResultBytes bounds a task's stored result: a result is for a small
+// answer (an ID, a count, a URL), not for data, which belongs in the
+// handler's own storage.
+const MaxResultBytes = 64 << 10
+
+// MaxProgressMessageBytes bounds a progress message.
+const MaxProgressMessageBytes = 255
+
+// TaskProgress is how far a long run has got, as its handler reported it.
+type TaskProgress struct {
+	// Percent is 0 to 100.
+	Percent int    `json:"percent"`
+	Message string `json:"message,omitempty"`
+	// At is when it was stored; reports are written at most once a second.
+	At time.Time `json:"at"`
 }
 
 // HistoryEntry is one state transfer of a task.
@@ -143,4 +165,39 @@ type HistoryEntry struct {
 type History struct {
 	TaskID  string         `json:"task_id"`
 	History []HistoryEntry `json:"history"`
+}
+
+// TaskList is the body of GET /v1/tasks: one page of tasks, without their
+// payloads and results (GET /v1/tasks/{id} has them).
+type TaskList struct {
+	Tasks []Task `json:"tasks"`
+	// NextCursor, present when the page is full, is passed as cursor to
+	// read the next page.
+	NextCursor string `json:"next_cursor,omitempty"`
+}
+
+// Stats is the body of GET /v1/stats: how many tasks there are per type and
+// state, and the backlog of each lane. Unfinished states and lanes were read
+// from MySQL at At, finished states (SUCCESS, FAILED, TIMEOUT, CANCELLED),
+// which take a scan of the whole table, at FinishedAt.
+type Stats struct {
+	At         time.Time   `json:"at"`
+	FinishedAt time.Time   `json:"finished_at"`
+	Types      []TypeStats `json:"types"`
+	Lanes      []LaneStats `json:"lanes"`
+}
+
+// TypeStats counts one type's tasks per state; states without tasks are
+// left out.
+type TypeStats struct {
+	Type   string           `json:"type"`
+	Counts map[Status]int64 `json:"counts"`
+}
+
+// LaneStats is one priority lane's backlog: waiting tasks (READY or
+// RETRYING) already due, and the due time of the oldest.
+type LaneStats struct {
+	Priority  Priority   `json:"priority"`
+	Backlog   int64      `json:"backlog"`
+	OldestDue *time.Time `json:"oldest_due,omitempty"`
 }

@@ -52,6 +52,8 @@ type Config struct {
 	// SchedulesN is how many every-second schedules the schedules
 	// workload fires.
 	SchedulesN int
+	// FindN is how many tasks the find workload seeds.
+	FindN int
 	// Concurrency is the executor's pool per type (local mode).
 	Concurrency int
 	// Reps runs every workload this many times; figures are medians.
@@ -118,6 +120,9 @@ func (c *Config) Validate() error {
 		if !slices.Contains(KnownWorkloads, w) {
 			return fmt.Errorf("unknown workload %q: want %s", w, strings.Join(KnownWorkloads, ", "))
 		}
+	}
+	if slices.Contains(c.Workloads, Find) && (c.FindN <= 0 || c.Remote()) {
+		return fmt.Errorf("the find workload needs local mode and a positive --find-n, got %d", c.FindN)
 	}
 	if slices.Contains(c.Workloads, Retention) && (c.RetentionN <= 0 || c.Remote()) {
 		return fmt.Errorf("the retention workload needs local mode and a positive --retention-n, got %d", c.RetentionN)

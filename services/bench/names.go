@@ -19,13 +19,16 @@ const (
 	// open loop, for the release latency and chains per second, and the
 	// lineage of a 1,000-step workflow.
 	Chains = "chains"
+	// Find is not a standard workload either: it seeds a million tasks and
+	// times GET /v1/tasks and GET /v1/stats on them.
+	Find = "find"
 )
 
 // AllWorkloads lists the standard workloads in the order they run.
 var AllWorkloads = []string{Throughput, Latency, Delayed, Retry}
 
 // KnownWorkloads are every workload --workload accepts, in run order.
-var KnownWorkloads = append(slices.Clone(AllWorkloads), Retention, Schedules, Chains)
+var KnownWorkloads = append(slices.Clone(AllWorkloads), Retention, Schedules, Chains, Find)
 
 // Metric names, as docs/benchmarks.md reports them and says how each is
 // measured; they stay fixed so figures compare across builds.

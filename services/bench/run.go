@@ -85,6 +85,8 @@ func runWorkload(ctx context.Context, cfg *Config, w string, rep int) ([]Metric,
 		return withRun(ctx, cfg, label, cfg.CPUProfileDir != "", (*run).schedules)
 	case Chains:
 		return withRun(ctx, cfg, label, cfg.CPUProfileDir != "", (*run).chains)
+	case Find:
+		return find(ctx, cfg, label)
 	}
 	return nil, fmt.Errorf("unknown workload %q", w)
 }
@@ -144,6 +146,8 @@ func settingsOf(cfg *Config, w string) []Setting {
 			{"duration", cfg.Duration.String()}, {"submit", "single"}}
 	case Schedules:
 		s = []Setting{{"schedules", cfg.SchedulesN}, {"cron", "* * * * * *"}, {"duration", cfg.Duration.String()}, {"type", "paused"}}
+	case Find:
+		s = []Setting{{"seeded", cfg.FindN}, {"calls_per_query", findCalls}, {"page", findPageLen}, {"pages_walked", findPages}}
 	}
 	if cfg.Remote() {
 		return append(s, Setting{"target", "remote"})

@@ -47,6 +47,10 @@ type Config struct {
 	MaxPayload int64
 	// MaxHorizon is how far ahead a task may be scheduled.
 	MaxHorizon time.Duration
+	// StatsTTL and FinishedStatsTTL are how long GET /v1/stats serves a
+	// reading of the work in progress and of the finished tasks (defaults
+	// StatsTTLDefault, FinishedStatsTTLDefault).
+	StatsTTL, FinishedStatsTTL time.Duration
 	// TypeCacheClock is the clock the cache of type settings expires by
 	// (nil: the local clock); tests advance a fake one instead of waiting
 	// the cache's TTL out.
@@ -67,6 +71,8 @@ type Submitter struct {
 	creates    chan *createReq
 	stopped    chan struct{}
 	coalescing atomic.Bool
+
+	statsCache statsCache
 }
 
 // New builds a submitter.
@@ -77,6 +83,12 @@ func New(cfg Config, st *store.Store, ids *idgen.Generator, clk clock.Clock, log
 	if cfg.MaxHorizon <= 0 {
 		cfg.MaxHorizon = MaxHorizonDefault
 	}
+	if cfg.StatsTTL <= 0 {
+		cfg.StatsTTL = StatsTTLDefault
+	}
+	if cfg.FinishedStatsTTL <= 0 {
+		cfg.FinishedStatsTTL = FinishedStatsTTLDefault
+	}
 	// A changed type default reaches new submissions within a second.
 	return &Submitter{types: store.NewTypeCache(st, time.Second, cfg.TypeCacheClock), cfg: cfg, store: st, ids: ids, clock: clk, logger: logger.With("service", "submitter"),
 		creates: make(chan *createReq), stopped: make(chan struct{})}
@@ -85,11 +97,14 @@ func New(cfg Config, st *store.Store, ids *idgen.Generator, clk clock.Clock, log
 // Routes mounts the API on mux.
 func (s *Submitter) Routes(mux *http.ServeMux) {
 	mux.HandleFunc("POST /v1/tasks", s.handleSubmit)
+	mux.HandleFunc("GET /v1/tasks", s.handleListTasks)
+	mux.HandleFunc("GET /v1/stats", s.handleStats)
 	mux.HandleFunc("GET /v1/tasks/{id}", s.handleGet)
 	mux.HandleFunc("GET /v1/tasks/{id}/history", s.handleHistory)
 	mux.HandleFunc("POST /v1/tasks/{id}/cancel", s.handleCancel)
 	s.typeRoutes(mux)
 	s.batchRoutes(mux)
+	s.bulkRoutes(mux)
 	s.deadLetterRoutes(mux)
 	s.nodeRoutes(mux)
 	s.keyRoutes(mux)
@@ -384,9 +399,16 @@ func (s *Submitter) mayRead(w http.ResponseWriter, r *http.Request, id int64) bo
 	return true
 }
 
+// handleCancel cancels one task. As for a dead letter's re-run, the key
+// is the actor of record and ?actor= (who pressed the button) only a note.
 func (s *Submitter) handleCancel(w http.ResponseWriter, r *http.Request) {
 	id, ok := s.taskID(w, r)
 	if !ok {
+		return
+	}
+	note := r.URL.Query().Get("actor")
+	if len(note) > maxActorNote {
+		writeProblem(w, http.StatusBadRequest, contracts.CodeInvalidArgument, fmt.Sprintf("actor is longer than %d bytes", maxActorNote))
 		return
 	}
 	for range cancelRetriesLimit {
@@ -406,7 +428,7 @@ func (s *Submitter) handleCancel(w http.ResponseWriter, r *http.Request) {
 		}
 		_, err = s.store.Transfer(r.Context(), store.TransferParams{
 			TaskID: id, From: task.Status, To: contracts.StatusCancelled,
-			Reason: "cancelled through the API", Actor: s.actor(r.Context()),
+			Reason: "cancelled through the API", Actor: auth.WithNote(s.actor(r.Context()), note),
 		})
 		if errors.Is(err, store.ErrConflict) {
 			continue // it moved meanwhile; look again

@@ -436,7 +436,10 @@ func setClause(p TransferParams) (string, []any) {
 	if p.Claim {
 		// The reaper judges heartbeats and run times against the
 		// database's clock, so they are stamped with it too.
-		set = append(set, "attempt = attempt + 1", "executor_addr = ?", "last_heartbeat_time = NOW(3)", "started_at = NOW(3)")
+		// Progress belongs to the attempt that reported it: a new attempt
+		// starts with none.
+		set = append(set, "attempt = attempt + 1", "executor_addr = ?", "last_heartbeat_time = NOW(3)", "started_at = NOW(3)",
+			"progress_pct = NULL", "progress_message = NULL", "progress_at = NULL")
 		args = append(args, p.Executor)
 	}
 	if p.IncrementRetry {

@@ -1,0 +1,94 @@
+package submitter
+
+import (
+	"context"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/axsched/ax/contracts"
+	"github.com/axsched/ax/services/internal/store"
+)
+
+// Reading ages of GET /v1/stats. The work in progress (unfinished states,
+// lane backlogs) is read through the state index and kept StatsTTLDefault;
+// the finished states take a scan of the whole tasks table (seconds for a
+// million tasks), so their counts are kept FinishedStatsTTLDefault. A
+// console polling every second then costs MySQL one cheap reading per 5
+// seconds and one scan per minute per submitter.
+const (
+	StatsTTLDefault         = 5 * time.Second
+	FinishedStatsTTLDefault = time.Minute
+)
+
+// statsCache holds the last readings. Callers that find one stale wait on
+// mu while one of them reads, and then share that reading.
+type statsCache struct {
+	mu         sync.Mutex
+	live       []store.TypeStateCount
+	lanes      []store.LaneBacklog
+	liveAt     time.Time
+	finished   []store.TypeStateCount
+	finishedAt time.Time
+}
+
+func (s *Submitter) handleStats(w http.ResponseWriter, r *http.Request) {
+	st, err := s.stats(r.Context())
+	if err != nil {
+		s.internal(w, "read stats", err)
+		return
+	}
+	writeJSON(w, http.StatusOK, st)
+}
+
+func (s *Submitter) stats(ctx context.Context) (*contracts.Stats, error) {
+	c := &s.statsCache
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	// A reading is as old as its end: on a big table a count takes a while,
+	// and a TTL counted from its start could be over at once.
+	if c.finishedAt.IsZero() || s.clock.Now().Sub(c.finishedAt) >= s.cfg.FinishedStatsTTL {
+		finished, err := s.store.CountFinishedByTypeState(ctx)
+		if err != nil {
+			return nil, err
+		}
+		c.finished, c.finishedAt = finished, s.clock.Now()
+	}
+	if c.liveAt.IsZero() || s.clock.Now().Sub(c.liveAt) >= s.cfg.StatsTTL {
+		live, err := s.store.CountLiveByTypeState(ctx)
+		if err != nil {
+			return nil, err
+		}
+		lanes, err := s.store.LaneBacklogs(ctx, s.clock.Now())
+		if err != nil {
+			return nil, err
+		}
+		c.live, c.lanes, c.liveAt = live, lanes, s.clock.Now()
+	}
+	return c.render(), nil
+}
+
+// render builds the answer from the cached readings: one entry per type by
+// name, lanes in serve order.
+func (c *statsCache) render() *contracts.Stats {
+	out := &contracts.Stats{At: c.liveAt.UTC(), FinishedAt: c.finishedAt.UTC(), Types: []contracts.TypeStats{},
+		Lanes: make([]contracts.LaneStats, len(c.lanes))}
+	counts := slices.Concat(c.live, c.finished)
+	slices.SortFunc(counts, func(a, b store.TypeStateCount) int { return strings.Compare(a.Type, b.Type) })
+	for _, cnt := range counts {
+		if n := len(out.Types); n == 0 || out.Types[n-1].Type != cnt.Type {
+			out.Types = append(out.Types, contracts.TypeStats{Type: cnt.Type, Counts: map[contracts.Status]int64{}})
+		}
+		out.Types[len(out.Types)-1].Counts[cnt.Status] = cnt.Count
+	}
+	for i, l := range c.lanes {
+		out.Lanes[i] = contracts.LaneStats{Priority: l.Priority, Backlog: l.Count}
+		if l.Count > 0 {
+			due := time.UnixMilli(l.OldestDue).UTC()
+			out.Lanes[i].OldestDue = &due
+		}
+	}
+	return out
+}
