@@ -6,7 +6,7 @@ PKGS  := ./contracts/... ./events/... ./infra/... ./services/...
 # Packages whose concurrency is tested under the race detector (all of them).
 RACE_PKGS := $(PKGS)
 
-.PHONY: all build run test test-short vet check-tree bench chaos servers clean FORCE
+.PHONY: all build run test test-short vet check-tree bench chaos servers tools clean FORCE
 
 all: build
 
@@ -23,12 +23,16 @@ $(BIN)/nats-server: services/go.mod
 servers:
 	bash infra/dev/servers.sh
 
+## tools: install the Debian packages the tests drive (headless Chromium for the web console) when missing.
+tools:
+	bash infra/dev/tools.sh
+
 ## run: build ax, apply migrations and start all five services with an embedded NATS JetStream.
 run: build servers
 	$(BIN)/ax up
 
 ## test: the tree check, vet, then every unit and integration test under the race detector against real MySQL, Redis and NATS.
-test: check-tree build $(BIN)/nats-server servers vet
+test: check-tree build $(BIN)/nats-server servers tools vet
 	AX_TEST_BIN_DIR=$(CURDIR)/$(BIN) $(GO) test -race -count=1 -timeout 20m $(RACE_PKGS)
 
 ## test-short: the fast tests only (skips the 10,000-transaction and multi-process tests).

@@ -120,6 +120,7 @@ func TestOpenAPISchemasMatchGoTypes(t *testing.T) {
 		{"APIKeyList", reflect.TypeFor[APIKeyList]()},
 		{"APIKeyCreate", reflect.TypeFor[APIKeyCreate]()},
 		{"APIKeyCreated", reflect.TypeFor[APIKeyCreated]()},
+		{"Caller", reflect.TypeFor[Caller]()},
 	}
 	for _, tt := range tests {
 		t.Run(tt.schema, func(t *testing.T) {
@@ -212,6 +213,10 @@ func TestOpenAPIRoutes(t *testing.T) {
 		"GET /livez",
 		"GET /readyz",
 		"GET /metrics",
+		"GET /v1/whoami",
+		"GET /ui/",
+		"GET /ui",
+		"GET /",
 	}
 	methods := []string{"get", "put", "post", "delete", "options", "head", "patch", "trace"}
 	var got []string

@@ -265,3 +265,18 @@ func TestKeysAPICreatesAndRevokes(t *testing.T) {
 	status, _, body = a.call(t, "admin", http.MethodDelete, "/v1/keys/nobody", nil)
 	require.Equal(t, http.StatusNotFound, status, string(body))
 }
+
+// TestWhoAmINamesTheKey: the console learns whose name its actions carry.
+func TestWhoAmINamesTheKey(t *testing.T) {
+	a := startAuthServer(t)
+	for _, role := range []string{"read", "operate", "admin"} {
+		status, _, body := a.call(t, role, http.MethodGet, "/v1/whoami", nil)
+		require.Equal(t, http.StatusOK, status, string(body))
+		var c contracts.Caller
+		require.NoError(t, json.Unmarshal(body, &c))
+		require.Equal(t, contracts.Caller{Auth: true, Name: "role-" + role, Role: role}, c)
+	}
+	status, _, body := a.call(t, "submit", http.MethodGet, "/v1/whoami", nil)
+	require.Equal(t, http.StatusForbidden, status, string(body))
+	require.Contains(t, string(body), "role-submit has role submit")
+}

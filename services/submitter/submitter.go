@@ -91,6 +91,7 @@ func (s *Submitter) Routes(mux *http.ServeMux) {
 	s.deadLetterRoutes(mux)
 	s.nodeRoutes(mux)
 	s.keyRoutes(mux)
+	s.consoleRoutes(mux)
 }
 
 // Run groups concurrent single submissions into shared transactions until

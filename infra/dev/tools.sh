@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Installs the Debian packages the tests drive beyond Go itself, when they are
+# missing. Each line of TOOLS is "command package": the command that must be
+# on PATH and the Debian package that provides it. Add a tool with one line.
+#
+#   chromium  the headless browser the web console's tests drive
+#             (services/submitter/console)
+set -euo pipefail
+
+TOOLS=(
+  "chromium chromium"
+)
+
+missing=()
+for tool in "${TOOLS[@]}"; do
+  read -r cmd pkg <<<"$tool"
+  command -v "$cmd" >/dev/null || missing+=("$pkg")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+if [ "$(id -u)" != 0 ]; then
+  echo "tools: missing ${missing[*]} and not root: install with apt-get install ${missing[*]}" >&2
+  # Tests that need a missing tool skip locally and fail in CI.
+  [ "${CI:-}" = true ] && exit 1
+  exit 0
+fi
+echo "tools: installing ${missing[*]} (a few minutes the first time)"
+apt-get update -qq
+DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
