@@ -105,6 +105,10 @@ func TestOpenAPISchemasMatchGoTypes(t *testing.T) {
 		{"Task", reflect.TypeFor[Task]()},
 		{"HistoryEntry", reflect.TypeFor[HistoryEntry]()},
 		{"History", reflect.TypeFor[History]()},
+		{"TaskList", reflect.TypeFor[TaskList]()},
+		{"Stats", reflect.TypeFor[Stats]()},
+		{"TypeStats", reflect.TypeFor[TypeStats]()},
+		{"LaneStats", reflect.TypeFor[LaneStats]()},
 		{"TaskType", reflect.TypeFor[TaskType]()},
 		{"TaskTypeList", reflect.TypeFor[TaskTypeList]()},
 		{"TaskTypeUpdate", reflect.TypeFor[TaskTypeUpdate]()},
@@ -197,6 +201,8 @@ func TestOpenAPIRoutes(t *testing.T) {
 	doc := loadOpenAPI(t)
 	want := []string{
 		"POST /v1/tasks",
+		"GET /v1/tasks",
+		"GET /v1/stats",
 		"POST /v1/tasks:batch",
 		"GET /v1/tasks/{id}",
 		"GET /v1/tasks/{id}/history",

@@ -132,3 +132,35 @@ type History struct {
 	TaskID  string         `json:"task_id"`
 	History []HistoryEntry `json:"history"`
 }
+
+// TaskList is the body of GET /v1/tasks: one page of tasks, without their
+// payloads and results (GET /v1/tasks/{id} has them).
+type TaskList struct {
+	Tasks []Task `json:"tasks"`
+	// NextCursor, present when the page is full, is passed as cursor to
+	// read the next page.
+	NextCursor string `json:"next_cursor,omitempty"`
+}
+
+// Stats is the body of GET /v1/stats: how many tasks there are per type and
+// state, and the backlog of each lane, read from MySQL at At.
+type Stats struct {
+	At    time.Time   `json:"at"`
+	Types []TypeStats `json:"types"`
+	Lanes []LaneStats `json:"lanes"`
+}
+
+// TypeStats counts one type's tasks per state; states without tasks are
+// left out.
+type TypeStats struct {
+	Type   string           `json:"type"`
+	Counts map[Status]int64 `json:"counts"`
+}
+
+// LaneStats is one priority lane's backlog: waiting tasks (READY or
+// RETRYING) already due, and the due time of the oldest.
+type LaneStats struct {
+	Priority  Priority   `json:"priority"`
+	Backlog   int64      `json:"backlog"`
+	OldestDue *time.Time `json:"oldest_due,omitempty"`
+}

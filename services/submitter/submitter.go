@@ -45,6 +45,9 @@ type Config struct {
 	MaxPayload int64
 	// MaxHorizon is how far ahead a task may be scheduled.
 	MaxHorizon time.Duration
+	// StatsTTL is how long GET /v1/stats serves one reading (default
+	// StatsTTLDefault).
+	StatsTTL time.Duration
 	// TypeCacheClock is the clock the cache of type settings expires by
 	// (nil: the local clock); tests advance a fake one instead of waiting
 	// the cache's TTL out.
@@ -65,6 +68,8 @@ type Submitter struct {
 	creates    chan *createReq
 	stopped    chan struct{}
 	coalescing atomic.Bool
+
+	statsCache statsCache
 }
 
 // New builds a submitter.
@@ -75,6 +80,9 @@ func New(cfg Config, st *store.Store, ids *idgen.Generator, clk clock.Clock, log
 	if cfg.MaxHorizon <= 0 {
 		cfg.MaxHorizon = MaxHorizonDefault
 	}
+	if cfg.StatsTTL <= 0 {
+		cfg.StatsTTL = StatsTTLDefault
+	}
 	// A changed type default reaches new submissions within a second.
 	return &Submitter{types: store.NewTypeCache(st, time.Second, cfg.TypeCacheClock), cfg: cfg, store: st, ids: ids, clock: clk, logger: logger.With("service", "submitter"),
 		creates: make(chan *createReq), stopped: make(chan struct{})}
@@ -83,6 +91,8 @@ func New(cfg Config, st *store.Store, ids *idgen.Generator, clk clock.Clock, log
 // Routes mounts the API on mux.
 func (s *Submitter) Routes(mux *http.ServeMux) {
 	mux.HandleFunc("POST /v1/tasks", s.handleSubmit)
+	mux.HandleFunc("GET /v1/tasks", s.handleListTasks)
+	mux.HandleFunc("GET /v1/stats", s.handleStats)
 	mux.HandleFunc("GET /v1/tasks/{id}", s.handleGet)
 	mux.HandleFunc("GET /v1/tasks/{id}/history", s.handleHistory)
 	mux.HandleFunc("POST /v1/tasks/{id}/cancel", s.handleCancel)

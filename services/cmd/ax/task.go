@@ -94,7 +94,7 @@ func newTaskCmd() *cobra.Command {
 			return print(cmd.OutOrStdout(), t, func() { printTask(cmd.OutOrStdout(), t) })
 		},
 	}
-	cmd.AddCommand(submit, get, history, cancel)
+	cmd.AddCommand(submit, get, history, cancel, newTaskListCmd(&f))
 	return cmd
 }
 

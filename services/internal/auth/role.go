@@ -80,6 +80,8 @@ var Routes = map[string]Rule{
 	"GET /ui/":                        {Open: true},
 	"GET /v1/whoami":                  {Role: RoleRead},
 	"POST /v1/tasks":                  {Role: RoleSubmit},
+	"GET /v1/tasks":                   {Role: RoleRead},
+	"GET /v1/stats":                   {Role: RoleRead},
 	"POST /v1/tasks:batch":            {Role: RoleSubmit},
 	"GET /v1/tasks/{id}":              {Role: RoleRead, OwnTasks: true},
 	"GET /v1/tasks/{id}/history":      {Role: RoleRead, OwnTasks: true},

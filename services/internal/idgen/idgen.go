@@ -5,6 +5,7 @@ package idgen
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/bwmarrin/snowflake"
 )
@@ -26,3 +27,15 @@ func New(node int64) (*Generator, error) {
 
 // Next returns a new ID.
 func (g *Generator) Next() int64 { return g.node.Generate().Int64() }
+
+// FirstAt is the smallest ID any generator makes at t or later: IDs are
+// milliseconds since snowflake.Epoch shifted above the node and sequence
+// bits. It turns a creation time into an ID bound, so that lists filter by
+// creation time on the primary key. A time before the epoch gives 0.
+func FirstAt(t time.Time) int64 {
+	ms := t.UnixMilli() - snowflake.Epoch
+	if ms <= 0 {
+		return 0
+	}
+	return ms << (snowflake.NodeBits + snowflake.StepBits)
+}

@@ -1,0 +1,58 @@
+package client
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"strconv"
+
+	"github.com/axsched/ax/contracts"
+)
+
+// TaskFilter narrows ListTasks and the bulk operations; empty fields do not
+// filter. Times are RFC 3339.
+type TaskFilter struct {
+	Type          string
+	Status        string
+	BizKey        string
+	Node          string
+	CreatedAfter  string
+	CreatedBefore string
+}
+
+// Values is the filter as query parameters.
+func (f TaskFilter) Values() url.Values {
+	q := url.Values{}
+	for k, v := range map[string]string{"type": f.Type, "status": f.Status, "biz_key": f.BizKey, "node": f.Node,
+		"created_after": f.CreatedAfter, "created_before": f.CreatedBefore} {
+		if v != "" {
+			q.Set(k, v)
+		}
+	}
+	return q
+}
+
+// ListTasks returns one page of the tasks that match f, newest first;
+// cursor is the previous page's NextCursor ("" for the first page) and
+// limit 0 takes the server's default.
+func (c *Client) ListTasks(ctx context.Context, f TaskFilter, limit int, cursor string) (*contracts.TaskList, error) {
+	q := f.Values()
+	if limit > 0 {
+		q.Set("limit", strconv.Itoa(limit))
+	}
+	if cursor != "" {
+		q.Set("cursor", cursor)
+	}
+	path := "/v1/tasks"
+	if len(q) > 0 {
+		path += "?" + q.Encode()
+	}
+	var out contracts.TaskList
+	return &out, c.do(ctx, http.MethodGet, path, nil, &out)
+}
+
+// Stats returns the task counts per type and state and each lane's backlog.
+func (c *Client) Stats(ctx context.Context) (*contracts.Stats, error) {
+	var out contracts.Stats
+	return &out, c.do(ctx, http.MethodGet, "/v1/stats", nil, &out)
+}

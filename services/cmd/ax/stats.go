@@ -1,0 +1,66 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/axsched/ax/contracts"
+)
+
+func newStatsCmd() *cobra.Command {
+	var f apiFlags
+	cmd := &cobra.Command{
+		Use:   "stats",
+		Short: "Count tasks per type and state, and show each lane's backlog",
+		Long: `Count tasks per type and state, and show each priority lane's backlog (due
+READY and RETRYING tasks) with the age of its oldest. The submitter reads
+MySQL at most every few seconds and serves that reading meanwhile.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			s, err := f.client().Stats(cmd.Context())
+			if err != nil {
+				return err
+			}
+			return f.print(cmd.OutOrStdout(), s, func() { printStats(cmd.OutOrStdout(), s) })
+		},
+	}
+	f.register(cmd)
+	return cmd
+}
+
+func printStats(w io.Writer, s *contracts.Stats) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprint(tw, "TYPE\t")
+	for _, st := range contracts.Statuses {
+		fmt.Fprintf(tw, "%s\t", st)
+	}
+	fmt.Fprintln(tw)
+	for _, t := range s.Types {
+		fmt.Fprintf(tw, "%s\t", t.Type)
+		for _, st := range contracts.Statuses {
+			fmt.Fprintf(tw, "%d\t", t.Counts[st])
+		}
+		fmt.Fprintln(tw)
+	}
+	tw.Flush()
+	fmt.Fprintln(w)
+	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "LANE\tBACKLOG\tOLDEST DUE")
+	for _, l := range s.Lanes {
+		age := "-"
+		if l.OldestDue != nil {
+			age = s.At.Sub(*l.OldestDue).Round(time.Millisecond).String() + " ago"
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\n", l.Priority, l.Backlog, age)
+	}
+	tw.Flush()
+	if len(s.Types) == 0 && !slices.ContainsFunc(s.Lanes, func(l contracts.LaneStats) bool { return l.Backlog > 0 }) {
+		fmt.Fprintln(w, "no tasks")
+	}
+	fmt.Fprintf(w, "read at %s\n", s.At.Format(time.RFC3339))
+}

@@ -1,0 +1,70 @@
+package submitter_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/axsched/ax/contracts"
+	"github.com/axsched/ax/services/internal/idgen"
+	"github.com/axsched/ax/services/internal/store"
+	"github.com/axsched/ax/services/internal/testenv"
+	"github.com/axsched/ax/services/submitter"
+)
+
+// TestStatsCountsAndCaches submits tasks and reads the counts per type and
+// state and the lanes' backlogs; a submission within the TTL is not seen,
+// and is once the clock passed it.
+func TestStatsCountsAndCaches(t *testing.T) {
+	ctx := context.Background()
+	st, _ := testenv.Store(t)
+	for _, name := range []string{"stats.a", "stats.b"} {
+		require.NoError(t, st.RegisterType(ctx, store.TaskType{Name: name, TimeoutMs: 60000, MaxRetries: 3, Priority: contracts.PriorityNormal}))
+	}
+	ids, err := idgen.New(1)
+	require.NoError(t, err)
+	clk := &testenv.Clock{}
+	mux := http.NewServeMux()
+	submitter.New(submitter.Config{Node: "test", StatsTTL: time.Minute}, st, ids, clk, testenv.Logger(t)).Routes(mux)
+	submit := func(body string) {
+		rec := httptest.NewRecorder()
+		mux.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/v1/tasks", strings.NewReader(body)))
+		require.Equal(t, http.StatusCreated, rec.Code, rec.Body.String())
+	}
+	stats := func() contracts.Stats {
+		rec := httptest.NewRecorder()
+		mux.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/v1/stats", nil))
+		require.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
+		var s contracts.Stats
+		require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &s))
+		return s
+	}
+	submit(`{"type":"stats.a"}`)
+	submit(`{"type":"stats.a","priority":"high"}`)
+	submit(`{"type":"stats.b","delay":"10m"}`)
+
+	s := stats()
+	require.Equal(t, []contracts.TypeStats{
+		{Type: "stats.a", Counts: map[contracts.Status]int64{contracts.StatusReady: 2}},
+		{Type: "stats.b", Counts: map[contracts.Status]int64{contracts.StatusReady: 1}},
+	}, s.Types)
+	require.Len(t, s.Lanes, 3)
+	backlog := map[contracts.Priority]int64{}
+	for _, l := range s.Lanes {
+		backlog[l.Priority] = l.Backlog
+		require.Equal(t, l.Backlog > 0, l.OldestDue != nil)
+	}
+	require.Equal(t, map[contracts.Priority]int64{"high": 1, "normal": 1, "low": 0}, backlog, "the delayed task is not due yet")
+
+	submit(`{"type":"stats.b"}`)
+	require.Equal(t, s, stats(), "within the TTL the reading is reused")
+	clk.Skip(time.Minute)
+	s = stats()
+	require.Equal(t, int64(2), s.Types[1].Counts[contracts.StatusReady])
+}
