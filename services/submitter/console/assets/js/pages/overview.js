@@ -29,7 +29,8 @@ async function draw(ctx) {
     h('h1', { text: 'Overview' }),
     h('div', { class: 'cards' },
       card('Throughput', throughput(stats), 'tasks finished per second'),
-      card('Backlog', stats ? count(stats.totals, ['READY', 'RETRYING']) : '—', 'ready or waiting to retry'),
+      card('Backlog', stats ? String(stats.lanes.reduce((n, l) => n + l.backlog, 0)) : '—', 'due and not running yet'),
+      card('Waiting', stats ? count(stats.totals, ['READY', 'RETRYING']) : '—', 'ready or retrying, due or not'),
       card('Running', stats ? count(stats.totals, ['RUNNING']) : '—', nodes ? `on ${live.length} live nodes` : ''),
       card('Failed', stats ? count(stats.totals, ['FAILED', 'TIMEOUT']) : '—', 'failed or timed out', 'bad'),
       card('Dead letters', letters.next_before ? '10+' : String(letters.dead_letters.length), 'open, waiting for an operator',
@@ -70,7 +71,10 @@ function throughput(stats) {
 
 function lanes(stats) {
   return [h('h2', { text: 'Backlog per lane' }),
-    table(['Lane', 'Tasks waiting'], stats.lanes.map((l) => [l.lane, String(l.backlog)]), 'No lane has a backlog.')];
+    table(['Lane', 'Due and waiting', 'Oldest due'], stats.lanes.map((l) => [
+      l.priority, String(l.backlog),
+      l.oldest_due ? h('span', { title: fmtTime(l.oldest_due), text: fmtAgo(l.oldest_due) }) : '—',
+    ]), 'No lane.')];
 }
 
 function byType(stats) {

@@ -1,5 +1,6 @@
 // Counts from GET /v1/stats, brought into one shape for the pages:
-// byType[type][STATE] = n, the lanes' backlogs, and totals per state.
+// byType[type][STATE] = n, the lanes' backlogs ({priority, backlog,
+// oldest_due}), totals per state and when the server counted.
 // Until a server has the route (404), the pages show what they can without.
 
 import { api, APIError } from '../api.js';
@@ -18,5 +19,6 @@ export async function loadStats() {
     byType[t.type] = t.counts || {};
     for (const [st, n] of Object.entries(t.counts || {})) totals[st] = (totals[st] || 0) + n;
   }
-  return { byType, totals, lanes: raw.lanes || [], at: Date.now() };
+  // at is when the server counted (it keeps a reading a few seconds).
+  return { byType, totals, lanes: raw.lanes || [], at: Date.parse(raw.at) || Date.now() };
 }

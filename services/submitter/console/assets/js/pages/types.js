@@ -3,7 +3,7 @@
 // limits (PUT /v1/types/{name}, recorded under the key).
 
 import { api } from '../api.js';
-import { fill, h, link, statusBadge, table } from '../dom.js';
+import { fill, fmtTime, h, link, statusBadge, table } from '../dom.js';
 import { loadStats } from './stats.js';
 
 export async function render(ctx) {
@@ -23,7 +23,8 @@ export async function render(ctx) {
   fill(ctx.main, 
     h('h1', { text: 'Task types' }),
     h('p', { class: 'muted', text: 'Types are registered by the executors that serve them. A paused type keeps its tasks but dispatches none until resumed.' }),
-    table(['Type', 'State', 'Concurrency', 'Timeout', 'Retries', 'Priority', 'Backoff', 'Tasks', ''], rows, 'No task type is registered: start an executor.'));
+    table(['Type', 'State', 'Concurrency', 'Timeout', 'Retries', 'Priority', 'Backoff', 'Tasks', ''], rows, 'No task type is registered: start an executor.'),
+    stats ? h('p', { class: 'muted small', text: `Task counts as of ${fmtTime(new Date(stats.at).toISOString())}; the server counts again every few seconds.` }) : null);
 }
 
 // sizes shows a type's task counts by state, largest first.
@@ -72,5 +73,5 @@ function limitsForm(ctx, t) {
     }
     update(ctx, t.name, body, `${t.name} limits saved.`);
   });
-  return h('details', {}, h('summary', { text: 'Limits' }), form);
+  return h('details', { 'data-type': t.name }, h('summary', { text: 'Limits' }), form);
 }
