@@ -54,6 +54,8 @@ func startAx(t *testing.T) *axUnderTest {
 		HTTPAddr: "127.0.0.1:0", Node: "e2e", NodeID: 9, Types: demo.Types(),
 		OnReady: func(addr string) { ready <- addr },
 	}
+	// Fresh counts on every page the test opens.
+	cfg.Submitter.StatsTTL = time.Millisecond
 	runCtx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- app.Run(runCtx, cfg, app.AllServices, testenv.Logger(t)) }()
@@ -167,6 +169,7 @@ func operatorFlow(t *testing.T, ax *axUnderTest, b *browser, sleepingID string) 
 	p.waitText("#who", "ops-alice")
 	p.waitText("main", "Recent dead letters")
 	p.waitText("main", failing.ID)
+	p.waitText("#by-type", demo.TypeFlaky)
 	p.screenshot("overview")
 
 	p.goTo("#/tasks")

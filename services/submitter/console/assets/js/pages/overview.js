@@ -28,7 +28,7 @@ async function draw(ctx) {
   fill(ctx.main, 
     h('h1', { text: 'Overview' }),
     h('div', { class: 'cards' },
-      card('Throughput', throughput(stats), 'tasks finished per second'),
+      card('Throughput', throughput(stats), previous && previous.rated ? 'tasks finished per second' : 'tasks finished per second, from the next refresh on'),
       card('Backlog', stats ? String(stats.lanes.reduce((n, l) => n + l.backlog, 0)) : '—', 'due and not running yet'),
       card('Waiting', stats ? count(stats.totals, ['READY', 'RETRYING']) : '—', 'ready or retrying, due or not'),
       card('Running', stats ? count(stats.totals, ['RUNNING']) : '—', nodes ? `on ${live.length} live nodes` : ''),
@@ -62,27 +62,27 @@ function throughput(stats) {
   if (!stats) return '—';
   const done = finished.reduce((n, s) => n + (stats.totals[s] || 0), 0);
   const prev = previous;
-  previous = { done, at: stats.at };
-  if (!prev || stats.at <= prev.at) return '…';
+  previous = { done, at: stats.at, rated: !!prev && stats.at > prev.at };
+  if (!previous.rated) return '…';
   // Retention deletes finished tasks, which would read as negative.
   const rate = Math.max(0, done - prev.done) / ((stats.at - prev.at) / 1000);
   return rate < 10 ? rate.toFixed(1) : String(Math.round(rate));
 }
 
 function lanes(stats) {
-  return [h('h2', { text: 'Backlog per lane' }),
+  return h('section', { id: 'lanes' }, h('h2', { text: 'Backlog per lane' }),
     table(['Lane', 'Due and waiting', 'Oldest due'], stats.lanes.map((l) => [
       l.priority, String(l.backlog),
       l.oldest_due ? h('span', { title: fmtTime(l.oldest_due), text: fmtAgo(l.oldest_due) }) : '—',
-    ]), 'No lane.')];
+    ]), 'No lane.'));
 }
 
 function byType(stats) {
   const names = Object.keys(stats.byType).sort();
   const shown = statuses.filter((s) => names.some((n) => stats.byType[n][s]));
-  return [h('h2', { text: 'Tasks by type and state' }),
+  return h('section', { id: 'by-type' }, h('h2', { text: 'Tasks by type and state' }),
     table(['Type', ...shown], names.map((n) => [
       link('/tasks?type=' + encodeURIComponent(n), n),
       ...shown.map((s) => (stats.byType[n][s] ? link(`/tasks?type=${encodeURIComponent(n)}&status=${s}`, String(stats.byType[n][s])) : '0')),
-    ]), 'No tasks.')];
+    ]), 'No tasks.'));
 }
