@@ -24,10 +24,11 @@ import (
 // axUnderTest is `ax up` in-process on real MySQL, Redis and an embedded
 // NATS, with auth on: an operate and a read key exist before it starts.
 type axUnderTest struct {
-	base            string
-	operate, read   string // tokens
-	submitOnly      string
-	operateAPI, api *client.Client
+	base          string
+	operate, read string // tokens
+	submitOnly    string
+	api           *client.Client // with the operate key
+	st            *store.Store
 }
 
 func startAx(t *testing.T) *axUnderTest {
@@ -38,13 +39,8 @@ func startAx(t *testing.T) *axUnderTest {
 	st, err := store.Open(ctx, dsn, store.Options{Actor: "test"})
 	require.NoError(t, err)
 	t.Cleanup(func() { st.Close() })
-	key := func(name string, role auth.Role) string {
-		tok, _, err := auth.CreateKey(ctx, st, name, role, nil)
-		require.NoError(t, err)
-		return tok.Secret
-	}
-	a := &axUnderTest{operate: key("ops-alice", auth.RoleOperate), read: key("viewer-bob", auth.RoleRead),
-		submitOnly: key("producer", auth.RoleSubmit)}
+	a := &axUnderTest{operate: key(t, st, "ops-alice", auth.RoleOperate), read: key(t, st, "viewer-bob", auth.RoleRead),
+		submitOnly: key(t, st, "producer", auth.RoleSubmit), st: st}
 
 	listen := "127.0.0.1:" + strconv.Itoa(testenv.FreePort(t))
 	ready := make(chan string, 1)
@@ -54,8 +50,10 @@ func startAx(t *testing.T) *axUnderTest {
 		HTTPAddr: "127.0.0.1:0", Node: "e2e", NodeID: 9, Types: demo.Types(),
 		OnReady: func(addr string) { ready <- addr },
 	}
-	// Fresh counts on every page the test opens.
+	// Fresh counts on every page the test opens, and a revoked key
+	// refused at once rather than after the cache period.
 	cfg.Submitter.StatsTTL = time.Millisecond
+	cfg.AuthCache.CacheTTL = time.Millisecond
 	runCtx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- app.Run(runCtx, cfg, app.AllServices, testenv.Logger(t)) }()
@@ -78,9 +76,16 @@ func startAx(t *testing.T) *axUnderTest {
 			t.Error("ax did not stop within 60s")
 		}
 	})
-	a.operateAPI = client.New(a.base, client.WithToken(a.operate))
-	a.api = a.operateAPI
+	a.api = client.New(a.base, client.WithToken(a.operate))
 	return a
+}
+
+// key creates an API key and returns its token.
+func key(t *testing.T, st *store.Store, name string, role auth.Role) string {
+	t.Helper()
+	tok, _, err := auth.CreateKey(context.Background(), st, name, role, nil)
+	require.NoError(t, err)
+	return tok.Secret
 }
 
 // TestConsoleInBrowser drives the console in headless Chromium against a
@@ -140,6 +145,19 @@ func TestConsoleInBrowser(t *testing.T) {
 
 	t.Run("an operator follows a task, cancels it, pauses a type and re-runs a dead letter", func(t *testing.T) {
 		operatorFlow(t, ax, b, sleeping.ID)
+	})
+
+	t.Run("a key revoked while in use leads back to the login", func(t *testing.T) {
+		p := b.tab(t)
+		p.open("#/types")
+		token := key(t, ax.st, "leaver", auth.RoleRead)
+		p.login(token)
+		p.waitText("#who", "leaver")
+		_, err := ax.st.RevokeAPIKey(ctx, "leaver")
+		require.NoError(t, err)
+		p.goTo("#/nodes")
+		p.waitText("#login-error", "was revoked")
+		require.Empty(t, p.storedToken())
 	})
 
 	t.Run("open on loopback the console needs no login and says so", func(t *testing.T) {
