@@ -15,6 +15,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/axsched/ax/contracts"
+	"github.com/axsched/ax/contracts/client"
 	"github.com/axsched/ax/services/internal/auth"
 	"github.com/axsched/ax/services/internal/clock"
 	"github.com/axsched/ax/services/internal/idgen"
@@ -279,4 +280,8 @@ func TestWhoAmINamesTheKey(t *testing.T) {
 	status, _, body := a.call(t, "submit", http.MethodGet, "/v1/whoami", nil)
 	require.Equal(t, http.StatusForbidden, status, string(body))
 	require.Contains(t, string(body), "role-submit has role submit")
+
+	c, err := client.New(a.base, client.WithToken(a.tokens["operate"])).WhoAmI(context.Background())
+	require.NoError(t, err)
+	require.Equal(t, &contracts.Caller{Auth: true, Name: "role-operate", Role: "operate"}, c)
 }

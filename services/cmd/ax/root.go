@@ -19,7 +19,7 @@ func newRootCmd() *cobra.Command {
 	for _, s := range app.AllServices {
 		root.AddCommand(newServerCmd(string(s), "Run the "+string(s)+" service against an external NATS server", []app.Service{s}, false))
 	}
-	root.AddCommand(newMigrateCmd(), newKeyCmd(), newTaskCmd(), newDLQCmd(), newTypeCmd(), newNodesCmd(), newStatsCmd(), newBenchCmd())
+	root.AddCommand(newMigrateCmd(), newKeyCmd(), newTaskCmd(), newDLQCmd(), newTypeCmd(), newNodesCmd(), newStatsCmd(), newWhoAmICmd(), newBenchCmd())
 	return root
 }
 
