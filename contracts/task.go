@@ -98,22 +98,44 @@ type SubmitRequest struct {
 
 // Task is the API view of a task.
 type Task struct {
-	ID           string          `json:"id"`
-	Type         string          `json:"type"`
-	Status       Status          `json:"status"`
-	Priority     Priority        `json:"priority"`
-	BizKey       string          `json:"biz_key,omitempty"`
-	Payload      json.RawMessage `json:"payload,omitempty"`
-	Attempt      int             `json:"attempt"`
-	RetryCount   int             `json:"retry_count"`
-	MaxRetries   int             `json:"max_retries"`
-	Timeout      string          `json:"timeout"`
-	NextRunTime  time.Time       `json:"next_run_time"`
-	Executor     string          `json:"executor,omitempty"`
-	LastError    string          `json:"last_error,omitempty"`
-	CreatedAt    time.Time       `json:"created_at"`
-	UpdatedAt    time.Time       `json:"updated_at"`
-	Deduplicated bool            `json:"deduplicated,omitempty"`
+	ID          string          `json:"id"`
+	Type        string          `json:"type"`
+	Status      Status          `json:"status"`
+	Priority    Priority        `json:"priority"`
+	BizKey      string          `json:"biz_key,omitempty"`
+	Payload     json.RawMessage `json:"payload,omitempty"`
+	Attempt     int             `json:"attempt"`
+	RetryCount  int             `json:"retry_count"`
+	MaxRetries  int             `json:"max_retries"`
+	Timeout     string          `json:"timeout"`
+	NextRunTime time.Time       `json:"next_run_time"`
+	Executor    string          `json:"executor,omitempty"`
+	LastError   string          `json:"last_error,omitempty"`
+	// Result is what the handler returned on success (JSON, at most
+	// MaxResultBytes); absent when it returned none.
+	Result json.RawMessage `json:"result,omitempty"`
+	// Progress is what the handler last reported of a long run.
+	Progress     *TaskProgress `json:"progress,omitempty"`
+	CreatedAt    time.Time     `json:"created_at"`
+	UpdatedAt    time.Time     `json:"updated_at"`
+	Deduplicated bool          `json:"deduplicated,omitempty"`
+}
+
+// MaxResultBytes bounds a task's stored result: a result is for a small
+// answer (an ID, a count, a URL), not for data, which belongs in the
+// handler's own storage.
+const MaxResultBytes = 64 << 10
+
+// MaxProgressMessageBytes bounds a progress message.
+const MaxProgressMessageBytes = 255
+
+// TaskProgress is how far a long run has got, as its handler reported it.
+type TaskProgress struct {
+	// Percent is 0 to 100.
+	Percent int    `json:"percent"`
+	Message string `json:"message,omitempty"`
+	// At is when it was stored; reports are written at most once a second.
+	At time.Time `json:"at"`
 }
 
 // HistoryEntry is one state transfer of a task.

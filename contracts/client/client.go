@@ -76,8 +76,18 @@ func (c *Client) History(ctx context.Context, id string) (*contracts.History, er
 
 // Cancel cancels a task that has not finished.
 func (c *Client) Cancel(ctx context.Context, id string) (*contracts.Task, error) {
+	return c.CancelWithNote(ctx, id, "")
+}
+
+// CancelWithNote is Cancel recording note (who asks) beside the API key,
+// which is the actor of record.
+func (c *Client) CancelWithNote(ctx context.Context, id, note string) (*contracts.Task, error) {
 	var out contracts.Task
-	return &out, c.do(ctx, http.MethodPost, "/v1/tasks/"+url.PathEscape(id)+"/cancel", nil, &out)
+	path := "/v1/tasks/" + url.PathEscape(id) + "/cancel"
+	if note != "" {
+		path += "?actor=" + url.QueryEscape(note)
+	}
+	return &out, c.do(ctx, http.MethodPost, path, nil, &out)
 }
 
 func (c *Client) do(ctx context.Context, method, path string, in, out any) error {

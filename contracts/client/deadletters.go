@@ -12,8 +12,10 @@ import (
 // DeadLetterFilter narrows ListDeadLetters.
 type DeadLetterFilter struct {
 	// All includes letters already re-run.
-	All    bool
-	Type   string
+	All  bool
+	Type string
+	// TaskID lists only the letters of this task.
+	TaskID string
 	Before string
 	Limit  int
 }
@@ -26,6 +28,9 @@ func (c *Client) ListDeadLetters(ctx context.Context, f DeadLetterFilter) (*cont
 	}
 	if f.Type != "" {
 		q.Set("type", f.Type)
+	}
+	if f.TaskID != "" {
+		q.Set("task_id", f.TaskID)
 	}
 	if f.Before != "" {
 		q.Set("before", f.Before)

@@ -56,3 +56,17 @@ func (c *Client) Stats(ctx context.Context) (*contracts.Stats, error) {
 	var out contracts.Stats
 	return &out, c.do(ctx, http.MethodGet, "/v1/stats", nil, &out)
 }
+
+// BulkCancel dry-runs or confirms the cancellation of every task a filter
+// matches (see contracts.BulkRequest).
+func (c *Client) BulkCancel(ctx context.Context, req contracts.BulkRequest) (*contracts.BulkResult, error) {
+	var out contracts.BulkResult
+	return &out, c.do(ctx, http.MethodPost, "/v1/tasks:cancel", req, &out)
+}
+
+// BulkRetryDeadLetters dry-runs or confirms the re-run of every open dead
+// letter a filter matches.
+func (c *Client) BulkRetryDeadLetters(ctx context.Context, req contracts.BulkRequest) (*contracts.BulkResult, error) {
+	var out contracts.BulkResult
+	return &out, c.do(ctx, http.MethodPost, "/v1/deadletters:retry", req, &out)
+}

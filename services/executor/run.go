@@ -36,6 +36,8 @@ type run struct {
 	deadline   time.Duration
 	cancel     context.CancelCauseFunc
 	leaseOut   atomic.Bool
+	// report holds the handler's result and paces its progress writes.
+	report *report
 }
 
 // take claims the task of h and starts it; it always releases the slot it
@@ -430,7 +432,8 @@ func (e *Executor) execute(p *pool, r *run) {
 		}
 	}
 	defer free()
-	ctx, cancel := context.WithCancelCause(withStore(e.runBase, e.store))
+	r.report = &report{st: e.store, taskID: r.task.ID, attempt: r.task.Attempt, now: e.clock.Now}
+	ctx, cancel := context.WithCancelCause(withReport(withStore(e.runBase, e.store), r.report))
 	defer cancel(nil)
 	r.cancel = cancel
 	e.track(r, true)
@@ -506,6 +509,9 @@ func (e *Executor) finish(r *run, herr, cause error) {
 		// timed out did its work, and handing it back would run it again.
 		steps = []store.TransferParams{{TaskID: r.task.ID, From: contracts.StatusRunning, To: contracts.StatusSuccess,
 			Attempt: &attempt, RecordRejection: true, Reason: "handler succeeded on " + e.cfg.Node}}
+		if res := r.report.resultOf(); res != nil {
+			steps[0].Also = store.SetResult(r.task.ID, res)
+		}
 		outcome = "success"
 	case errors.Is(cause, errShutdown):
 		steps = []store.TransferParams{{TaskID: r.task.ID, From: contracts.StatusRunning, To: contracts.StatusReady,

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"mime"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -165,16 +166,18 @@ func (w *webhook) Handle(ctx context.Context, t *Task) error {
 		return fmt.Errorf("webhook %s: %w", w.target, err)
 	}
 	defer resp.Body.Close()
-	return w.outcome(resp)
+	return w.outcome(ctx, resp)
 }
 
 // outcome maps an answer to nil, a retryable error or a permanent one.
-func (w *webhook) outcome(resp *http.Response) error {
+func (w *webhook) outcome(ctx context.Context, resp *http.Response) error {
 	// Reading the (bounded) body lets the connection be reused and gives a
 	// failure its explanation; a 2xx whose body breaks off is still a 2xx.
-	answer, _ := io.ReadAll(io.LimitReader(resp.Body, webhookMaxResponse))
+	// One byte past the limit tells a whole body from a cut one.
+	answer, _ := io.ReadAll(io.LimitReader(resp.Body, webhookMaxResponse+1))
 	code := resp.StatusCode
 	if code >= 200 && code < 300 {
+		keepWebhookResult(ctx, resp, answer)
 		return nil
 	}
 	serr := &WebhookStatusError{Target: w.target, StatusCode: code, Body: webhookQuote(answer)}
@@ -188,6 +191,19 @@ func (w *webhook) outcome(resp *http.Response) error {
 	default:
 		return serr
 	}
+}
+
+// keepWebhookResult keeps a 2xx answer's body as the task's result when it
+// is JSON (Content-Type application/json, valid, at most 64 KiB); any other
+// body is ignored, as it always was, so a receiver that answers with text
+// or nothing still succeeds.
+func keepWebhookResult(ctx context.Context, resp *http.Response, body []byte) {
+	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	if mt != "application/json" || len(body) == 0 || len(body) > webhookMaxResponse || !json.Valid(body) {
+		return
+	}
+	// Outside an executor (a handler's unit test) there is nowhere to keep it.
+	_ = SetResult(ctx, json.RawMessage(body))
 }
 
 // webhookBody encodes the task as the documented JSON object. The payload

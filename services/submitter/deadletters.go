@@ -43,6 +43,14 @@ func (s *Submitter) handleListDeadLetters(w http.ResponseWriter, r *http.Request
 		}
 		q.Limit = n
 	}
+	if v := r.URL.Query().Get("task_id"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 1 {
+			writeProblem(w, http.StatusBadRequest, contracts.CodeInvalidArgument, fmt.Sprintf("task_id=%q: want a task id", v))
+			return
+		}
+		q.TaskID = n
+	}
 	if v := r.URL.Query().Get("before"); v != "" {
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil || n < 1 {

@@ -98,6 +98,7 @@ func (s *Submitter) Routes(mux *http.ServeMux) {
 	mux.HandleFunc("POST /v1/tasks/{id}/cancel", s.handleCancel)
 	s.typeRoutes(mux)
 	s.batchRoutes(mux)
+	s.bulkRoutes(mux)
 	s.deadLetterRoutes(mux)
 	s.nodeRoutes(mux)
 	s.keyRoutes(mux)
@@ -317,9 +318,16 @@ func (s *Submitter) mayRead(w http.ResponseWriter, r *http.Request, id int64) bo
 	return true
 }
 
+// handleCancel cancels one task. As for a dead letter's re-run, the key
+// is the actor of record and ?actor= (who pressed the button) only a note.
 func (s *Submitter) handleCancel(w http.ResponseWriter, r *http.Request) {
 	id, ok := s.taskID(w, r)
 	if !ok {
+		return
+	}
+	note := r.URL.Query().Get("actor")
+	if len(note) > maxActorNote {
+		writeProblem(w, http.StatusBadRequest, contracts.CodeInvalidArgument, fmt.Sprintf("actor is longer than %d bytes", maxActorNote))
 		return
 	}
 	for range cancelRetriesLimit {
@@ -339,7 +347,7 @@ func (s *Submitter) handleCancel(w http.ResponseWriter, r *http.Request) {
 		}
 		_, err = s.store.Transfer(r.Context(), store.TransferParams{
 			TaskID: id, From: task.Status, To: contracts.StatusCancelled,
-			Reason: "cancelled through the API", Actor: s.actor(r.Context()),
+			Reason: "cancelled through the API", Actor: auth.WithNote(s.actor(r.Context()), note),
 		})
 		if errors.Is(err, store.ErrConflict) {
 			continue // it moved meanwhile; look again

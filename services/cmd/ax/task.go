@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/axsched/ax/contracts"
+	"github.com/axsched/ax/contracts/client"
 )
 
 func newTaskCmd() *cobra.Command {
@@ -84,16 +85,42 @@ func newTaskCmd() *cobra.Command {
 			})
 		},
 	}
+	var (
+		cancelFilter client.TaskFilter
+		cancelBulk   bulkFlags
+		note         string
+	)
 	cancel := &cobra.Command{
-		Use: "cancel ID", Short: "Cancel a task that has not finished", Args: cobra.ExactArgs(1),
+		Use:   "cancel [ID]",
+		Short: "Cancel a task that has not finished, or every task a filter matches",
+		Long: `Cancel one task by ID, or every task a filter matches. A filter needs --status,
+a state that can be cancelled (READY, RUNNING, SUSPEND, RETRYING). With a
+filter the matches are counted first (a dry run, nothing changes); --yes then
+cancels exactly those that were counted, never tasks that appeared since.`,
+		Example: `  ax task cancel 2007029096248250368
+  ax task cancel --type sms.send --status READY            # count only
+  ax task cancel --type sms.send --status READY --yes      # count, then cancel`,
+		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			t, err := f.client().Cancel(cmd.Context(), args[0])
+			bulk := cancelFilter != client.TaskFilter{}
+			switch {
+			case len(args) == 1 && (bulk || cancelBulk.dryRun || cancelBulk.yes):
+				return fmt.Errorf("give a task ID or a filter, not both")
+			case len(args) == 0 && !bulk:
+				return fmt.Errorf("give a task ID, or a filter (--status and more) to cancel in bulk")
+			case bulk:
+				return runBulk(cmd, &f, cancelBulk, f.client().BulkCancel, contracts.BulkFilter(cancelFilter), note, "cancel")
+			}
+			t, err := f.client().CancelWithNote(cmd.Context(), args[0], note)
 			if err != nil {
 				return err
 			}
 			return print(cmd.OutOrStdout(), t, func() { printTask(cmd.OutOrStdout(), t) })
 		},
 	}
+	registerTaskFilter(cancel.Flags(), &cancelFilter)
+	cancelBulk.register(cancel.Flags(), "cancel")
+	cancel.Flags().StringVar(&note, "actor", envStr("USER", ""), "a note of who cancels, recorded beside the API key, which is the actor of record [USER]")
 	cmd.AddCommand(submit, get, history, cancel, newTaskListCmd(&f))
 	return cmd
 }
@@ -105,14 +132,29 @@ func printTask(w io.Writer, t *contracts.Task) {
 			fmt.Fprintf(tw, "%s:\t%s\n", k, v)
 		}
 	}
+	stamp := func(at time.Time) string {
+		if at.IsZero() {
+			return ""
+		}
+		return at.UTC().Format(time.RFC3339Nano)
+	}
 	row("id", t.ID)
 	row("type", t.Type)
 	row("status", string(t.Status))
 	row("priority", string(t.Priority))
 	row("biz_key", t.BizKey)
 	row("attempt", fmt.Sprint(t.Attempt))
-	row("next_run_time", t.NextRunTime.Format(time.RFC3339Nano))
+	row("retries", fmt.Sprintf("%d of %d", t.RetryCount, t.MaxRetries))
+	row("timeout", t.Timeout)
+	row("created_at", stamp(t.CreatedAt))
+	row("next_run_time", stamp(t.NextRunTime))
+	row("updated_at", stamp(t.UpdatedAt))
 	row("executor", t.Executor)
+	if p := t.Progress; p != nil {
+		row("progress", fmt.Sprintf("%d%% %s (at %s)", p.Percent, p.Message, stamp(p.At)))
+	}
+	row("payload", string(t.Payload))
+	row("result", string(t.Result))
 	row("last_error", strings.TrimSpace(t.LastError))
 	if t.Deduplicated {
 		row("deduplicated", "true (an existing task with this biz_key)")

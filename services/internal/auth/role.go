@@ -83,6 +83,8 @@ var Routes = map[string]Rule{
 	"GET /v1/tasks":                   {Role: RoleRead},
 	"GET /v1/stats":                   {Role: RoleRead},
 	"POST /v1/tasks:batch":            {Role: RoleSubmit},
+	"POST /v1/tasks:cancel":           {Role: RoleOperate},
+	"POST /v1/deadletters:retry":      {Role: RoleOperate},
 	"GET /v1/tasks/{id}":              {Role: RoleRead, OwnTasks: true},
 	"GET /v1/tasks/{id}/history":      {Role: RoleRead, OwnTasks: true},
 	"POST /v1/tasks/{id}/cancel":      {Role: RoleOperate},

@@ -77,6 +77,8 @@ type DeadLetterQuery struct {
 	All bool
 	// Type filters by task type when set.
 	Type string
+	// TaskID filters by task when set (idx_dead_letters_task).
+	TaskID int64
 	// BeforeID pages: only letters with a smaller ID.
 	BeforeID int64
 	Limit    int
@@ -94,6 +96,10 @@ func (s *Store) ListDeadLetters(ctx context.Context, q DeadLetterQuery) ([]DeadL
 	if q.Type != "" {
 		where += " AND task_type = ?"
 		args = append(args, q.Type)
+	}
+	if q.TaskID > 0 {
+		where += " AND task_id = ?"
+		args = append(args, q.TaskID)
 	}
 	if q.BeforeID > 0 {
 		where += " AND id < ?"

@@ -30,8 +30,20 @@ type Task struct {
 	ExecutorAddr  string
 	LastHeartbeat *time.Time
 	LastError     string
-	CreatedAt     time.Time
-	UpdatedAt     time.Time
+	// Result is what the handler returned (JSON), nil when none.
+	Result []byte
+	// Progress is the last progress the running attempt reported, nil
+	// when none.
+	Progress  *Progress
+	CreatedAt time.Time
+	UpdatedAt time.Time
+}
+
+// Progress is how far a long run has got, as its handler said.
+type Progress struct {
+	Percent int
+	Message string
+	At      time.Time
 }
 
 // API converts the row to its public JSON shape.
@@ -55,12 +67,18 @@ func (t *Task) API() contracts.Task {
 	if t.BizKey != nil {
 		out.BizKey = *t.BizKey
 	}
+	if t.Result != nil {
+		out.Result = t.Result
+	}
+	if p := t.Progress; p != nil {
+		out.Progress = &contracts.TaskProgress{Percent: p.Percent, Message: p.Message, At: p.At}
+	}
 	return out
 }
 
 const taskColumns = `id, task_type, priority, biz_key, payload, status, next_run_time, attempt,
 	retry_count, max_retry_count, timeout_ms, executor_addr, last_heartbeat_time, last_error,
-	created_at, updated_at`
+	result, progress_pct, progress_message, progress_at, created_at, updated_at`
 
 type rowScanner interface{ Scan(dest ...any) error }
 
@@ -73,10 +91,13 @@ func scanTask(r rowScanner) (*Task, error) {
 		executor  sql.NullString
 		heartbeat sql.NullTime
 		lastError sql.NullString
+		pct       sql.NullInt64
+		msg       sql.NullString
+		pctAt     sql.NullTime
 	)
 	err := r.Scan(&t.ID, &t.Type, &prio, &bizKey, &t.Payload, &status, &t.NextRunTimeMs, &t.Attempt,
 		&t.RetryCount, &t.MaxRetries, &t.TimeoutMs, &executor, &heartbeat, &lastError,
-		&t.CreatedAt, &t.UpdatedAt)
+		&t.Result, &pct, &msg, &pctAt, &t.CreatedAt, &t.UpdatedAt)
 	if err != nil {
 		return nil, err
 	}
@@ -91,6 +112,9 @@ func scanTask(r rowScanner) (*Task, error) {
 	if heartbeat.Valid {
 		hb := heartbeat.Time
 		t.LastHeartbeat = &hb
+	}
+	if pct.Valid {
+		t.Progress = &Progress{Percent: int(pct.Int64), Message: msg.String, At: pctAt.Time}
 	}
 	return &t, nil
 }
