@@ -15,6 +15,7 @@ import (
 	"github.com/axsched/ax/contracts/client"
 	"github.com/axsched/ax/services/app"
 	"github.com/axsched/ax/services/demo"
+	"github.com/axsched/ax/services/executor"
 	"github.com/axsched/ax/services/internal/auth"
 	"github.com/axsched/ax/services/internal/natsembed"
 	"github.com/axsched/ax/services/internal/store"
@@ -25,7 +26,8 @@ import (
 // NATS, with auth on: an operate and a read key exist before it starts.
 type axUnderTest struct {
 	base          string
-	operate, read string // tokens
+	release       chan struct{} // lets the running console.report task finish
+	operate, read string        // tokens
 	submitOnly    string
 	api           *client.Client // with the operate key
 	st            *store.Store
@@ -40,14 +42,15 @@ func startAx(t *testing.T) *axUnderTest {
 	require.NoError(t, err)
 	t.Cleanup(func() { st.Close() })
 	a := &axUnderTest{operate: key(t, st, "ops-alice", auth.RoleOperate), read: key(t, st, "viewer-bob", auth.RoleRead),
-		submitOnly: key(t, st, "producer", auth.RoleSubmit), st: st}
+		submitOnly: key(t, st, "producer", auth.RoleSubmit), st: st, release: make(chan struct{})}
 
 	listen := "127.0.0.1:" + strconv.Itoa(testenv.FreePort(t))
 	ready := make(chan string, 1)
 	cfg := app.Config{
 		MySQLDSN: dsn, RedisAddr: "127.0.0.1:6379", RedisPrefix: rk.Prefix,
 		EmbeddedNATS: true, Embedded: natsembed.Config{Listen: listen, StoreDir: filepath.Join(t.TempDir(), "nats")},
-		HTTPAddr: "127.0.0.1:0", Node: "e2e", NodeID: 9, Types: demo.Types(),
+		HTTPAddr: "127.0.0.1:0", Node: "e2e", NodeID: 9,
+		Types:   append(demo.Types(), executor.TypeSpec{Name: reportType, Handler: reportHandler(a.release)}),
 		OnReady: func(addr string) { ready <- addr },
 	}
 	// Fresh counts on every page the test opens, and a revoked key
@@ -78,6 +81,24 @@ func startAx(t *testing.T) *axUnderTest {
 	})
 	a.api = client.New(a.base, client.WithToken(a.operate))
 	return a
+}
+
+// reportType is a task type that reports progress, waits for the test,
+// and returns a result.
+const reportType = "console.report"
+
+func reportHandler(release <-chan struct{}) executor.Handler {
+	return executor.HandlerFunc(func(ctx context.Context, _ *executor.Task) error {
+		if err := executor.SetProgress(ctx, 40, "copying rows"); err != nil {
+			return err
+		}
+		select {
+		case <-release:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		return executor.SetResult(ctx, map[string]int{"rows": 42})
+	})
 }
 
 // key creates an API key and returns its token.
@@ -145,6 +166,18 @@ func TestConsoleInBrowser(t *testing.T) {
 
 	t.Run("an operator follows a task, cancels it, pauses a type and re-runs a dead letter", func(t *testing.T) {
 		operatorFlow(t, ax, b, sleeping.ID)
+	})
+
+	t.Run("a long task's progress and result show as it runs", func(t *testing.T) {
+		task, err := ax.api.Submit(ctx, contracts.SubmitRequest{Type: reportType})
+		require.NoError(t, err)
+		p := b.tab(t)
+		p.open("#/task/" + task.ID)
+		p.login(ax.operate)
+		p.waitText("main", "40 % — copying rows")
+		close(ax.release)
+		p.waitText("h1", "SUCCESS") // the page follows the task
+		p.waitText("main", `"rows": 42`)
 	})
 
 	t.Run("a key revoked while in use leads back to the login", func(t *testing.T) {
@@ -220,6 +253,8 @@ func operatorFlow(t *testing.T, ax *axUnderTest, b *browser, sleepingID string) 
 	require.NoError(t, err)
 	require.Equal(t, contracts.StatusCancelled, task.Status)
 
+	bulkCancel(t, ax, p)
+
 	p.goTo("#/types")
 	p.click(`button[data-type="ax.sleep"]`)
 	p.waitText("#flash", "ax.sleep paused")
@@ -257,4 +292,38 @@ func operatorFlow(t *testing.T, ax *axUnderTest, b *browser, sleepingID string) 
 	p.waitText("main", "alive")
 	p.waitText("main", "Shards owned")
 	p.screenshot("nodes")
+}
+
+// bulkCancel cancels every READY ax.sleep task from the filtered list: a
+// dry run shows the count, and only the confirm acts.
+func bulkCancel(t *testing.T, ax *axUnderTest, p *page) {
+	ctx := context.Background()
+	var ids []string
+	for range 3 {
+		task, err := ax.api.Submit(ctx, contracts.SubmitRequest{Type: demo.TypeSleep, Delay: "1h"})
+		require.NoError(t, err)
+		ids = append(ids, task.ID)
+	}
+	p.goTo("#/tasks?type=ax.sleep&status=READY")
+	for _, id := range ids {
+		p.waitText("main", id)
+	}
+	p.clickText("button", "Cancel all matching…")
+	p.waitText(".bulk", "3 tasks match this filter")
+	p.screenshot("bulk")
+	for _, id := range ids {
+		task, err := ax.api.Get(ctx, id)
+		require.NoError(t, err)
+		require.Equal(t, contracts.StatusReady, task.Status, "a dry run changes nothing")
+	}
+	p.clickText("button", "Cancel 3 tasks")
+	p.waitText("#flash", "Cancelled 3 tasks")
+	p.waitText("main", "No task matches")
+	for _, id := range ids {
+		h, err := ax.api.History(ctx, id)
+		require.NoError(t, err)
+		last := h.History[len(h.History)-1]
+		require.Equal(t, contracts.StatusCancelled, last.To)
+		require.Contains(t, last.Actor, "key:ops-alice", "each bulk cancel is recorded under the key")
+	}
 }

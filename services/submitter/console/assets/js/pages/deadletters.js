@@ -4,6 +4,7 @@
 
 import { api, query } from '../api.js';
 import { confirmButton, fill, fmtAgo, fmtTime, h, link, statusBadge, table } from '../dom.js';
+import { bulkPanel } from './bulk.js';
 import { filterForm, typeNames } from './filters.js';
 
 export async function render(ctx) {
@@ -28,10 +29,12 @@ export async function render(ctx) {
     d.retried_at ? h('span', { class: 'muted', text: `re-run ${fmtAgo(d.retried_at)} by ${d.retried_by}` }) : rerun(ctx, d),
   ]);
   const older = list.next_before ? link('/deadletters' + query({ type: q.get('type'), all: q.get('all'), before: list.next_before }), 'Older →') : null;
-  fill(ctx.main, 
+  fill(ctx.main,
     h('h1', { text: 'Dead letters' }),
     h('p', { class: 'muted', text: 'Tasks out of retries, or whose error was not retryable. A re-run puts the task back to READY with a fresh attempt.' }),
     form,
+    bulkPanel(ctx, { path: '/v1/deadletters:retry', filter: q.get('type') ? { type: q.get('type') } : {}, verb: 'Re-run',
+      past: 'Re-ran', noun: 'dead letters', onDone: () => render(ctx) }),
     table(['Letter', 'Task', 'Type', 'Ended', 'Attempt', 'Last error', 'Filed', ''], rows, 'No open dead letters.'),
     h('p', { class: 'pager' }, older));
 }

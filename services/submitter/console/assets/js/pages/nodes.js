@@ -12,7 +12,7 @@ export async function render(ctx) {
 async function draw(ctx) {
   const list = await api('GET', '/v1/nodes');
   if (!ctx.current()) return;
-  fill(ctx.main, 
+  fill(ctx.main,
     h('h1', { text: 'Nodes' }),
     h('p', { class: 'muted', text: `${list.nodes.filter((n) => n.alive).length} of ${list.nodes.length} nodes alive; every type's ring has ${list.shard_count} shards.` }),
     list.nodes.length ? list.nodes.map((n) => node(n, list.shard_count)) : h('p', { class: 'muted empty', text: 'No executor node is registered.' }));

@@ -25,7 +25,7 @@ async function draw(ctx) {
   if (!ctx.current()) return;
   const live = nodes ? nodes.nodes.filter((n) => n.alive) : [];
   const paused = types.types.filter((t) => t.paused).map((t) => t.name);
-  fill(ctx.main, 
+  fill(ctx.main,
     h('h1', { text: 'Overview' }),
     h('div', { class: 'cards' },
       card('Throughput', throughput(stats), previous && previous.rated ? 'tasks finished per second' : 'tasks finished per second, from the next refresh on'),

@@ -9,17 +9,19 @@ import { confirmButton, fill, finished, fmtAgo, fmtDelta, fmtTime, h, link, pars
 export async function render(ctx) {
   const id = ctx.params[0];
   let shown = await draw(ctx, id);
-  // Follow a task that is still moving; redraw only when it changed.
+  // Follow a task that is still moving; redraw only when it changed (a
+  // progress report does not change updated_at).
+  const version = (t) => t.updated_at + (t.progress ? t.progress.at : '');
   ctx.live(async () => {
     const t = await api('GET', `/v1/tasks/${id}`);
-    if (ctx.current() && t.updated_at !== shown.updated_at) shown = await draw(ctx, id);
+    if (ctx.current() && version(t) !== version(shown)) shown = await draw(ctx, id);
   }, 3000);
 }
 
 async function draw(ctx, id) {
   const [t, hist] = await Promise.all([api('GET', `/v1/tasks/${id}`), api('GET', `/v1/tasks/${id}/history`)]);
   if (!ctx.current()) return t;
-  fill(ctx.main, 
+  fill(ctx.main,
     h('h1', {}, 'Task ', h('span', { class: 'mono', text: t.id }), ' ', statusBadge(t.status)),
     actions(ctx, t),
     details(t),
@@ -54,8 +56,18 @@ function details(t) {
     row('Executor', t.executor ? link('/nodes', t.executor) : ''),
     row('Created', fmtTime(t.created_at)),
     row('Updated', `${fmtTime(t.updated_at)} (${fmtAgo(t.updated_at)})`),
+    row('Progress', t.progress ? progress(t.progress) : ''),
     row('Last error', t.last_error ? h('span', { class: 'error-text', text: t.last_error }) : ''),
+    row('Result', t.result === undefined ? '' : h('pre', { text: JSON.stringify(t.result, null, 2) })),
     row('Payload', t.payload === undefined ? '' : h('pre', { text: JSON.stringify(t.payload, null, 2) })));
+}
+
+// progress is what the handler last reported of a long run.
+function progress(p) {
+  return h('span', { class: 'progress' },
+    h('progress', { max: '100', value: String(p.percent) }), ` ${p.percent} %`,
+    p.message ? [' — ', p.message] : null,
+    h('span', { class: 'muted', text: ` (reported ${fmtAgo(p.at)})` }));
 }
 
 // timeline lists the transfers oldest first, each with its time since the

@@ -3,9 +3,13 @@
 
 import { api, query } from '../api.js';
 import { fill, fmtAgo, fmtTime, h, link, statusBadge, statuses, table } from '../dom.js';
+import { bulkPanel } from './bulk.js';
 import { filterForm, typeNames } from './filters.js';
 
 const filterNames = ['type', 'status', 'biz_key', 'node', 'created_after', 'created_before'];
+
+// A bulk cancel must name one of these states (the API reads its index).
+const cancellable = ['READY', 'RUNNING', 'SUSPEND', 'RETRYING'];
 
 // A datetime-local field holds local time without zone; the API wants
 // RFC 3339.
@@ -44,9 +48,18 @@ export async function render(ctx) {
   ]);
   const next = list.next_cursor ? link('/tasks' + query({ ...filters, cursor: list.next_cursor }), 'Older →') : null;
   const first = q.get('cursor') ? link('/tasks' + query(filters), '← Newest') : null;
-  fill(ctx.main, 
+  const bulk = cancellable.includes(filters.status)
+    ? bulkPanel(ctx, { path: '/v1/tasks:cancel', filter: bulkFilter(filters), verb: 'Cancel', past: 'Cancelled', noun: 'tasks', onDone: () => render(ctx) })
+    : h('p', { class: 'muted small', text: `To cancel many tasks at once, filter by one state of ${cancellable.join(', ')}.` });
+  fill(ctx.main,
     h('h1', { text: 'Tasks' }),
     form,
+    bulk,
     table(['Task', 'Type', 'State', 'Business key', 'Attempt', 'Executor', 'Created', 'Updated'], rows, 'No task matches.'),
     h('p', { class: 'pager' }, first, ' ', next));
+}
+
+// bulkFilter is the list's filter without its empty fields.
+function bulkFilter(filters) {
+  return Object.fromEntries(Object.entries(filters).filter(([, v]) => v));
 }

@@ -20,7 +20,7 @@ export async function render(ctx) {
     sizes(stats, t.name),
     h('div', { class: 'row-actions' }, pauseButton(ctx, t), limitsForm(ctx, t)),
   ]);
-  fill(ctx.main, 
+  fill(ctx.main,
     h('h1', { text: 'Task types' }),
     h('p', { class: 'muted', text: 'Types are registered by the executors that serve them. A paused type keeps its tasks but dispatches none until resumed.' }),
     table(['Type', 'State', 'Concurrency', 'Timeout', 'Retries', 'Priority', 'Backoff', 'Tasks', ''], rows, 'No task type is registered: start an executor.'),
