@@ -12,12 +12,16 @@ all: build
 
 build: $(BIN)/ax
 
+# The first build on a cold machine downloads and compiles every dependency
+# (several minutes with nothing printed by go), so say what is happening.
 $(BIN)/ax: FORCE
+	@echo "building $(BIN)/ax (the first build downloads and compiles all dependencies and can take several minutes; later builds take seconds)"
 	cd services && $(GO) build -o ../$(BIN)/ax ./cmd/ax
 
 # A current NATS server built from its Go module (the Debian one is too old);
 # the multi-process tests run it standalone.
 $(BIN)/nats-server: services/go.mod
+	@echo "building $(BIN)/nats-server (for ax bench and the multi-process tests)"
 	cd services && $(GO) build -o ../$(BIN)/nats-server github.com/nats-io/nats-server/v2
 
 servers:
@@ -27,8 +31,9 @@ servers:
 tools:
 	bash infra/dev/tools.sh
 
-## run: build ax, apply migrations and start all five services with an embedded NATS JetStream.
-run: build servers
+## run: build ax (and the nats-server ax bench starts), apply migrations and start all five services with an embedded NATS JetStream.
+run: build $(BIN)/nats-server servers
+	@echo "starting ax up: API and console on http://127.0.0.1:8080, metrics on http://127.0.0.1:8080/metrics (Ctrl-C stops it)"
 	$(BIN)/ax up
 
 ## test: the tree check, vet, then every unit and integration test under the race detector against real MySQL, Redis and NATS.

@@ -25,6 +25,10 @@ func (f *apiFlags) register(cmd *cobra.Command) {
 	cmd.PersistentFlags().StringVarP(&f.output, "output", "o", "text", "text or json")
 	cmd.PersistentFlags().StringVar(&f.tokenFile, "token-file", envStr("AX_TOKEN_FILE", ""), "file holding the API key's token; else AX_TOKEN [AX_TOKEN_FILE]")
 	cmd.PersistentPreRunE = func(*cobra.Command, []string) error {
+		// Checked before any API call, so a bad -o never follows a change.
+		if err := f.validateOutput(); err != nil {
+			return err
+		}
 		tok, err := readToken(f.tokenFile)
 		f.token = tok
 		return err
@@ -46,6 +50,19 @@ func readToken(file string) (string, error) {
 }
 
 func (f *apiFlags) client() *client.Client { return client.New(f.api, client.WithToken(f.token)) }
+
+// validateOutput checks -o: text or json, as on every command (table, the
+// old name of bench's text, is taken as text).
+func (f *apiFlags) validateOutput() error {
+	switch f.output {
+	case "text", "json":
+		return nil
+	case "table":
+		f.output = "text"
+		return nil
+	}
+	return fmt.Errorf("--output %q: want text or json", f.output)
+}
 
 // print writes v as indented JSON with -o json, or calls text.
 func (f *apiFlags) print(w io.Writer, v any, text func()) error {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -26,7 +27,8 @@ func newBenchCmd() *cobra.Command {
 		Short: "Run the standard workloads (throughput, latency, delayed, retry) and print figures",
 		Long: `Runs the standard workloads through the public path (submit API -> timer ->
 dispatcher -> executor) with the built-in ax.bench task type, and prints one
-row of figures per workload (table: Markdown; json: one object per line).
+row of figures per workload (-o text: a Markdown table; -o json: one object
+per line).
 
 By default it starts ax itself for every run, with the durable defaults: a
 nats-server child (JetStream, store in a temp dir), ` + "`ax up --nats-url`" + ` (or five
@@ -42,15 +44,16 @@ Progress goes to stderr, results to stdout. See docs/benchmarks.md.`,
     --mysql-dsn 'ax:pw@tcp(10.0.0.6:3306)/ax' --pid ax=4242`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			format, err := benchFormat(output)
+			if err != nil {
+				return err
+			}
 			cfg.Logger = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelInfo}))
 			if err := completeBenchConfig(&cfg, natsServer, pids); err != nil {
 				return err
 			}
-			if output != bench.FormatTable && output != bench.FormatJSON {
-				return fmt.Errorf("--output %q: want table or json", output)
-			}
 			results, runErr := bench.Run(cmd.Context(), cfg)
-			if err := bench.Write(cmd.OutOrStdout(), output, results); err != nil {
+			if err := bench.Write(cmd.OutOrStdout(), format, results); err != nil {
 				return err
 			}
 			return runErr
@@ -66,12 +69,12 @@ Progress goes to stderr, results to stdout. See docs/benchmarks.md.`,
 	fs.IntVar(&cfg.RetentionN, "retention-n", bench.RetentionNDefault, "retention: finished tasks seeded, then pruned while the latency workload runs (--workload retention only)")
 	fs.IntVar(&cfg.Concurrency, "concurrency", bench.ConcurrencyDefault, "tasks the started executor runs at once (ax --concurrency)")
 	fs.IntVar(&cfg.Reps, "reps", bench.RepsDefault, "runs per workload; each figure is the median")
-	fs.StringVarP(&output, "output", "o", bench.FormatTable, "table (Markdown) or json (one object per workload per line)")
+	fs.StringVarP(&output, "output", "o", "text", "text (a Markdown table; table is the same) or json (one object per workload per line)")
 	fs.IntVar(&cfg.BatchSize, "batch", bench.BatchSizeDefault, "tasks per batch submission (at most 1000)")
 	fs.IntVar(&cfg.BatchWorkers, "batch-workers", bench.BatchWorkersDefault, "batch submissions in flight")
 	fs.IntVar(&cfg.MaxInFlight, "max-in-flight", bench.MaxInFlightDefault, "open loop: most outstanding submissions")
 	fs.DurationVar(&cfg.StallTimeout, "stall-timeout", bench.StallTimeoutDefault, "give up on a run when no task finished for this long")
-	fs.StringVar(&cfg.Topology, "topology", bench.TopologyUp, "local mode: up (one `ax up` process) or split (five service processes)")
+	fs.StringVar(&cfg.Topology, "topology", bench.TopologyUp, "local mode: up (one ax up process) or split (five service processes)")
 	fs.StringVar(&natsServer, "nats-server", "", "local mode: nats-server executable (default: nats-server next to ax)")
 	fs.StringVar(&cfg.MySQLDSN, "mysql-dsn", bench.MySQLDSNDefault, "local mode: MySQL server; each run gets a fresh database <name>_<random>, dropped after. Remote mode: the deployment's database")
 	fs.StringVar(&cfg.RedisAddr, "redis-addr", bench.RedisAddrDefault, "local mode: Redis for the started ax (a fresh key prefix per run, deleted after)")
@@ -81,6 +84,18 @@ Progress goes to stderr, results to stdout. See docs/benchmarks.md.`,
 	fs.StringVar(&cfg.NATSURL, "nats-url", "", "remote mode: the deployment's NATS, where ax.bench reports arrive")
 	fs.StringArrayVar(&pids, "pid", nil, "remote mode: sample a process's CPU and RSS, as name=PID (repeatable)")
 	return cmd
+}
+
+// benchFormat maps -o to bench's formats: text (table is kept as its old
+// name) or json, the values every other command takes.
+func benchFormat(output string) (string, error) {
+	switch output {
+	case "text", bench.FormatTable:
+		return bench.FormatTable, nil
+	case bench.FormatJSON:
+		return bench.FormatJSON, nil
+	}
+	return "", fmt.Errorf("--output %q: want text or json", output)
 }
 
 // completeBenchConfig fills in what flags leave implicit: the executables
@@ -105,9 +120,17 @@ func completeBenchConfig(cfg *bench.Config, natsServer string, pids []string) er
 	cfg.NATSServer = natsServer
 	if cfg.NATSServer == "" {
 		cfg.NATSServer = filepath.Join(filepath.Dir(exe), "nats-server")
+		if _, err := os.Stat(cfg.NATSServer); err != nil {
+			// Not beside ax: one on the PATH serves as well.
+			if p, lerr := exec.LookPath("nats-server"); lerr == nil {
+				cfg.NATSServer = p
+			}
+		}
 	}
 	if _, err := os.Stat(cfg.NATSServer); err != nil {
-		return fmt.Errorf("nats-server: %w (build it with `make bin/nats-server`, or give --nats-server)", err)
+		return fmt.Errorf("local mode starts a nats-server and found none beside ax or on the PATH (%w): "+
+			"build it with make bin/nats-server (make run and make bench do), or give --nats-server PATH, "+
+			"or measure a running ax with --api and --nats-url", err)
 	}
 	if cfg.CPUProfileDir != "" {
 		if cfg.CPUProfileDir, err = filepath.Abs(cfg.CPUProfileDir); err != nil {

@@ -116,6 +116,8 @@ type serverFlags struct {
 	// relayGapTracking is the inverse of cfg.Relay.NoGapTracking.
 	relayGapTracking bool
 	cpuProfile       string
+	// dataDir holds local state; the embedded NATS store is its nats/.
+	dataDir string
 }
 
 func (f *serverFlags) register(fs *pflag.FlagSet, command string) {
@@ -124,7 +126,7 @@ func (f *serverFlags) register(fs *pflag.FlagSet, command string) {
 	fs.StringVar(&c.RedisAddr, "redis-addr", envStr("AX_REDIS_ADDR", defaultRedisAddr), "Redis host:port [AX_REDIS_ADDR]")
 	fs.IntVar(&c.RedisDB, "redis-db", envInt("AX_REDIS_DB", 0), "Redis database number [AX_REDIS_DB]")
 	fs.StringVar(&c.RedisPrefix, "redis-prefix", envStr("AX_REDIS_PREFIX", "ax"), "prefix of every Redis key [AX_REDIS_PREFIX]")
-	fs.StringVar(&c.NATSURL, "nats-url", envStr("AX_NATS_URL", ""), "NATS URL; under `ax up` empty starts an embedded server [AX_NATS_URL]")
+	fs.StringVar(&c.NATSURL, "nats-url", envStr("AX_NATS_URL", ""), "NATS URL; under ax up, empty starts an embedded server [AX_NATS_URL]")
 	fs.DurationVar(&c.EventsMaxAge, "events-max-age", envDur("AX_EVENTS_MAX_AGE", 7*24*time.Hour), "how long the AX_EVENTS stream keeps an event, at least 2m [AX_EVENTS_MAX_AGE]")
 	fs.IntVar(&c.StreamReplicas, "stream-replicas", envInt("AX_STREAM_REPLICAS", 1), "JetStream stream replicas (3 on a cluster) [AX_STREAM_REPLICAS]")
 	fs.StringVar(&c.HTTPAddr, "http", envStr("AX_HTTP_ADDR", serviceHTTPDefaults[command]), "HTTP address for the API (submitter) and /livez /readyz /metrics [AX_HTTP_ADDR]")
@@ -139,7 +141,7 @@ func (f *serverFlags) register(fs *pflag.FlagSet, command string) {
 	fs.StringVar(&f.logLevel, "log-level", envStr("AX_LOG_LEVEL", "info"), "debug, info, warn or error [AX_LOG_LEVEL]")
 	fs.StringVar(&f.logFormat, "log-format", envStr("AX_LOG_FORMAT", "text"), "text or json [AX_LOG_FORMAT]")
 
-	fs.StringVar(&c.Embedded.StoreDir, "data-dir", envStr("AX_DATA_DIR", defaultDataDir)+"/nats", "embedded NATS JetStream store directory [AX_DATA_DIR/nats]")
+	fs.StringVar(&f.dataDir, "data-dir", envStr("AX_DATA_DIR", defaultDataDir), "directory of this process's local state; the embedded NATS JetStream store goes in DIR/nats [AX_DATA_DIR]")
 	fs.StringVar(&c.Embedded.Listen, "nats-listen", envStr("AX_NATS_LISTEN", defaultNATSListen), "client address of the embedded NATS server [AX_NATS_LISTEN]")
 	fs.StringVar(&c.Embedded.Sync, "nats-sync", envStr("AX_NATS_SYNC", natsembed.SyncDefault), "embedded JetStream fsync policy: default or always [AX_NATS_SYNC]")
 
@@ -159,7 +161,7 @@ func (f *serverFlags) register(fs *pflag.FlagSet, command string) {
 
 	// The demonstration types are on for the one-process try-out and off
 	// for a production executor, which should serve only what a team wrote.
-	fs.BoolVar(&f.builtins, "builtins", envBool("AX_BUILTINS", command == "up"), "serve the demonstration types ax.noop, ax.sleep, ax.flaky and the bench harness's ax.bench (default on under `ax up` only) [AX_BUILTINS]")
+	fs.BoolVar(&f.builtins, "builtins", envBool("AX_BUILTINS", command == "up"), "serve the demonstration types ax.noop, ax.sleep, ax.flaky and the bench harness's ax.bench (default on under ax up only) [AX_BUILTINS]")
 	fs.StringArrayVar(&f.webhooks, "webhook", nil, "serve task type TYPE by POSTing each task to URL, as TYPE=URL (repeatable); signed with the secret from --webhook-secret-file or AX_WEBHOOK_SECRET")
 	fs.StringVar(&f.secretFile, "webhook-secret-file", envStr("AX_WEBHOOK_SECRET_FILE", ""), "file holding the webhook signing secret [AX_WEBHOOK_SECRET_FILE]")
 	fs.DurationVar(&c.Reaper.Interval, "reap-interval", envDur("AX_REAP_INTERVAL", time.Second), "reaper pass period [AX_REAP_INTERVAL]")

@@ -2,6 +2,8 @@ package main
 
 import (
 	"errors"
+	"fmt"
+	"path/filepath"
 
 	"github.com/spf13/cobra"
 
@@ -19,8 +21,29 @@ func newRootCmd() *cobra.Command {
 	for _, s := range app.AllServices {
 		root.AddCommand(newServerCmd(string(s), "Run the "+string(s)+" service against an external NATS server", []app.Service{s}, false))
 	}
-	root.AddCommand(newMigrateCmd(), newKeyCmd(), newTaskCmd(), newDLQCmd(), newTypeCmd(), newNodesCmd(), newStatsCmd(), newWhoAmICmd(), newBenchCmd())
+	root.AddCommand(newMigrateCmd(), newKeyCmd(), newTaskCmd(), newDLQCmd(), newTypeCmd(), newNodesCmd(), newStatsCmd(), newWhoAmICmd(), newBenchCmd(), newVersionCmd())
+	refuseUnknownSubcommands(root)
 	return root
+}
+
+// refuseUnknownSubcommands makes every command group (ax task, ax dlq...)
+// fail on a subcommand it does not have, instead of printing its help and
+// exiting 0 as cobra does for a command that cannot run: a script that
+// calls a misspelt or missing subcommand must see an error.
+func refuseUnknownSubcommands(cmd *cobra.Command) {
+	for _, c := range cmd.Commands() {
+		refuseUnknownSubcommands(c)
+	}
+	if cmd.Runnable() || !cmd.HasSubCommands() || cmd.Parent() == nil {
+		return
+	}
+	cmd.Args = cobra.ArbitraryArgs
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		if len(args) == 0 {
+			return cmd.Help()
+		}
+		return fmt.Errorf("unknown command %q for %q; run %q", args[0], cmd.CommandPath(), cmd.CommandPath()+" --help")
+	}
 }
 
 func newServerCmd(name, short string, services []app.Service, embedded bool) *cobra.Command {
@@ -36,6 +59,7 @@ func newServerCmd(name, short string, services []app.Service, embedded bool) *co
 			}
 			cfg := f.cfg
 			cfg.EmbeddedNATS = embedded
+			cfg.Embedded.StoreDir = filepath.Join(f.dataDir, "nats")
 			types, err := f.executorTypes()
 			if err != nil {
 				return err
