@@ -44,6 +44,15 @@ var contentTypes = map[string]string{
 	".svg":  "image/svg+xml",
 }
 
+// Assets are the console's files, as served below Prefix.
+func Assets() fs.FS {
+	sub, err := fs.Sub(assets, "assets")
+	if err != nil {
+		panic(err) // "assets" is a valid path, embedded above
+	}
+	return sub
+}
+
 // file is one embedded asset, read once at start.
 type file struct {
 	body        []byte
@@ -62,7 +71,8 @@ type Handler struct {
 // file of a kind contentTypes does not name.
 func New() (*Handler, error) {
 	h := &Handler{files: map[string]file{}}
-	err := fs.WalkDir(assets, "assets", func(p string, d fs.DirEntry, err error) error {
+	files := Assets()
+	err := fs.WalkDir(files, ".", func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
 		}
@@ -70,12 +80,12 @@ func New() (*Handler, error) {
 		if !ok {
 			return fmt.Errorf("console asset %s: no content type for %q", p, path.Ext(p))
 		}
-		body, err := assets.ReadFile(p)
+		body, err := fs.ReadFile(files, p)
 		if err != nil {
 			return fmt.Errorf("console asset %s: %w", p, err)
 		}
 		sum := sha256.Sum256(body)
-		h.files[strings.TrimPrefix(p, "assets/")] = file{body: body, contentType: ct, etag: `"` + hex.EncodeToString(sum[:8]) + `"`}
+		h.files[p] = file{body: body, contentType: ct, etag: `"` + hex.EncodeToString(sum[:8]) + `"`}
 		return nil
 	})
 	if err != nil {

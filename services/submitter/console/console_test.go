@@ -3,12 +3,15 @@ package console_test
 import (
 	"context"
 	"io"
+	"io/fs"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"go.yaml.in/yaml/v3"
 
 	"github.com/axsched/ax/contracts"
 	"github.com/axsched/ax/services/internal/clock"
@@ -134,4 +137,55 @@ func startOpenSubmitter(t *testing.T) string {
 		require.NoError(t, <-done)
 	})
 	return "http://" + srv.Addr()
+}
+
+// TestPagesCallOnlyDocumentedRoutes reads every API call out of the pages'
+// scripts and finds it in the OpenAPI document, so that a route renamed on
+// one side cannot leave a page calling nothing. Calls are written as
+// api('METHOD', 'path'...) or, for the bulk panel, path: 'path' (a POST).
+func TestPagesCallOnlyDocumentedRoutes(t *testing.T) {
+	var doc struct {
+		Paths map[string]map[string]any `yaml:"paths"`
+	}
+	require.NoError(t, yaml.Unmarshal(contracts.OpenAPI, &doc))
+	// A documented path with its parameters as one pattern each.
+	param := regexp.MustCompile(`\{[^}]+\}`)
+	documented := func(method, path string) bool {
+		for p, ops := range doc.Paths {
+			re := regexp.QuoteMeta(param.ReplaceAllString(p, "PARAM"))
+			re = "^" + strings.ReplaceAll(re, "PARAM", "[^/]+") + "$"
+			if _, ok := ops[strings.ToLower(method)]; ok && regexp.MustCompile(re).MatchString(path) {
+				return true
+			}
+		}
+		return false
+	}
+	call := regexp.MustCompile("api\\('([A-Z]+)', [`']([^`'?]+)|path: '([^']+)'")
+	// A template or a concatenation ends the literal where a value goes.
+	value := regexp.MustCompile(`\$\{[^}]+\}`)
+	calls := 0
+	err := fs.WalkDir(console.Assets(), ".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(p, ".js") {
+			return err
+		}
+		src, err := fs.ReadFile(console.Assets(), p)
+		if err != nil {
+			return err
+		}
+		for _, m := range call.FindAllStringSubmatch(string(src), -1) {
+			method, path := m[1], m[2]
+			if m[3] != "" {
+				method, path = "POST", m[3]
+			}
+			path = value.ReplaceAllString(path, "x")
+			if strings.HasSuffix(path, "/") {
+				path += "x"
+			}
+			require.True(t, documented(method, path), "%s calls %s %s, which contracts/openapi.yaml does not describe", p, method, path)
+			calls++
+		}
+		return nil
+	})
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, calls, 15, "the scan found too few calls; is it broken?")
 }
