@@ -274,6 +274,8 @@ func operatorFlow(t *testing.T, ax *axUnderTest, b *browser, sleepingID string) 
 	require.NoError(t, err)
 	require.Equal(t, 4, tt.Concurrency)
 
+	p.goTo("#/task/" + failing.ID)
+	p.waitText(".dead-letter", "Filed as dead letter")
 	p.goTo("#/deadletters")
 	p.waitText("main", failing.ID)
 	p.screenshot("deadletters")

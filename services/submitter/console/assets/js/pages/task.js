@@ -19,11 +19,16 @@ export async function render(ctx) {
 }
 
 async function draw(ctx, id) {
-  const [t, hist] = await Promise.all([api('GET', `/v1/tasks/${id}`), api('GET', `/v1/tasks/${id}/history`)]);
+  const [t, hist, letters] = await Promise.all([
+    api('GET', `/v1/tasks/${id}`),
+    api('GET', `/v1/tasks/${id}/history`),
+    api('GET', `/v1/deadletters?task_id=${id}`),
+  ]);
   if (!ctx.current()) return t;
   fill(ctx.main,
     h('h1', {}, 'Task ', h('span', { class: 'mono', text: t.id }), ' ', statusBadge(t.status)),
     actions(ctx, t),
+    letters.dead_letters.map((d) => deadLetter(ctx, t, d)),
     details(t),
     h('h2', { text: 'Lifecycle' }),
     timeline(hist.history));
@@ -41,6 +46,21 @@ function actions(ctx, t) {
       ctx.fail(err);
     }
   }, 'danger'));
+}
+
+// deadLetter shows an open dead letter of the task, with its Re-run.
+function deadLetter(ctx, t, d) {
+  return h('div', { class: 'flash error dead-letter' },
+    `Filed as dead letter ${d.id} ${fmtAgo(d.created_at)}: it waits for an operator. `,
+    confirmButton('Re-run', 'Really re-run?', async () => {
+      try {
+        await api('POST', `/v1/deadletters/${d.id}/retry`);
+        await draw(ctx, t.id);
+        ctx.flash('ok', `Task ${t.id} re-run from dead letter ${d.id}.`);
+      } catch (err) {
+        ctx.fail(err);
+      }
+    }));
 }
 
 function details(t) {
