@@ -175,6 +175,7 @@ func TestConsoleInBrowser(t *testing.T) {
 		p.open("#/task/" + task.ID)
 		p.login(ax.operate)
 		p.waitText("main", "40 % — copying rows")
+		p.screenshot("progress")
 		close(ax.release)
 		p.waitText("h1", "SUCCESS") // the page follows the task
 		p.waitText("main", `"rows": 42`)
