@@ -27,13 +27,13 @@ $(BIN)/nats-server: services/go.mod
 servers:
 	bash infra/dev/servers.sh
 
-## tools: install the test tools beyond Go (promtool, from Debian's prometheus package) when missing.
+## tools: install the Debian packages the tests drive when missing: promtool (prometheus) for the metric names and alert rules, headless Chromium for the web console.
 tools:
 	bash infra/dev/tools.sh
 
 ## run: build ax (and the nats-server ax bench starts), apply migrations and start all five services with an embedded NATS JetStream.
 run: build $(BIN)/nats-server servers
-	@echo "starting ax up: API on http://127.0.0.1:8080, metrics on http://127.0.0.1:8080/metrics (Ctrl-C stops it)"
+	@echo "starting ax up: API and console on http://127.0.0.1:8080, metrics on http://127.0.0.1:8080/metrics (Ctrl-C stops it)"
 	$(BIN)/ax up
 
 ## test: the tree check, vet, then every unit and integration test under the race detector against real MySQL, Redis and NATS.

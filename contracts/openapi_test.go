@@ -144,6 +144,7 @@ func TestOpenAPISchemasMatchGoTypes(t *testing.T) {
 		{"LineageEdge", reflect.TypeFor[LineageEdge]()},
 		{"Lineage", reflect.TypeFor[Lineage]()},
 		{"LineageList", reflect.TypeFor[LineageList]()},
+		{"Caller", reflect.TypeFor[Caller]()},
 	}
 	for _, tt := range tests {
 		t.Run(tt.schema, func(t *testing.T) {
@@ -252,6 +253,10 @@ func TestOpenAPIRoutes(t *testing.T) {
 		"GET /livez",
 		"GET /readyz",
 		"GET /metrics",
+		"GET /v1/whoami",
+		"GET /ui/",
+		"GET /ui",
+		"GET /",
 	}
 	methods := []string{"get", "put", "post", "delete", "options", "head", "patch", "trace"}
 	var got []string

@@ -15,6 +15,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/axsched/ax/contracts"
+	"github.com/axsched/ax/contracts/client"
 	"github.com/axsched/ax/services/internal/auth"
 	"github.com/axsched/ax/services/internal/clock"
 	"github.com/axsched/ax/services/internal/idgen"
@@ -264,4 +265,23 @@ func TestKeysAPICreatesAndRevokes(t *testing.T) {
 	require.Equal(t, http.StatusConflict, status, string(body))
 	status, _, body = a.call(t, "admin", http.MethodDelete, "/v1/keys/nobody", nil)
 	require.Equal(t, http.StatusNotFound, status, string(body))
+}
+
+// TestWhoAmINamesTheKey: the console learns whose name its actions carry.
+func TestWhoAmINamesTheKey(t *testing.T) {
+	a := startAuthServer(t)
+	for _, role := range []string{"read", "operate", "admin"} {
+		status, _, body := a.call(t, role, http.MethodGet, "/v1/whoami", nil)
+		require.Equal(t, http.StatusOK, status, string(body))
+		var c contracts.Caller
+		require.NoError(t, json.Unmarshal(body, &c))
+		require.Equal(t, contracts.Caller{Auth: true, Name: "role-" + role, Role: role}, c)
+	}
+	status, _, body := a.call(t, "submit", http.MethodGet, "/v1/whoami", nil)
+	require.Equal(t, http.StatusForbidden, status, string(body))
+	require.Contains(t, string(body), "role-submit has role submit")
+
+	c, err := client.New(a.base, client.WithToken(a.tokens["operate"])).WhoAmI(context.Background())
+	require.NoError(t, err)
+	require.Equal(t, &contracts.Caller{Auth: true, Name: "role-operate", Role: "operate"}, c)
 }

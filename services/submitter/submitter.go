@@ -110,6 +110,7 @@ func (s *Submitter) Routes(mux *http.ServeMux) {
 	s.keyRoutes(mux)
 	s.scheduleRoutes(mux)
 	s.workflowRoutes(mux)
+	s.consoleRoutes(mux)
 }
 
 // Run groups concurrent single submissions into shared transactions until

@@ -21,7 +21,7 @@ func newRootCmd() *cobra.Command {
 	for _, s := range app.AllServices {
 		root.AddCommand(newServerCmd(string(s), "Run the "+string(s)+" service against an external NATS server", []app.Service{s}, false))
 	}
-	root.AddCommand(newMigrateCmd(), newKeyCmd(), newTaskCmd(), newWorkflowCmd(), newLineageCmd(), newDLQCmd(), newTypeCmd(), newNodesCmd(), newStatsCmd(), newScheduleCmd(), newBenchCmd(), newNATSConfigCmd(), newVersionCmd())
+	root.AddCommand(newMigrateCmd(), newKeyCmd(), newTaskCmd(), newWorkflowCmd(), newLineageCmd(), newDLQCmd(), newTypeCmd(), newNodesCmd(), newStatsCmd(), newWhoAmICmd(), newScheduleCmd(), newBenchCmd(), newNATSConfigCmd(), newVersionCmd())
 	refuseUnknownSubcommands(root)
 	return root
 }
