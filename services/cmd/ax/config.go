@@ -143,7 +143,7 @@ func (f *serverFlags) register(fs *pflag.FlagSet, command string) {
 	if command == "up" {
 		// Only the one-process try-out migrates; a service runs on the
 		// schema `ax migrate up` made, as a user without DDL rights.
-		fs.BoolVar(&c.Migrate, "migrate", envBool("AX_MIGRATE", true), "apply pending migrations at start (ax up only; services need `ax migrate up` first) [AX_MIGRATE]")
+		fs.BoolVar(&c.Migrate, "migrate", envBool("AX_MIGRATE", true), "apply pending migrations at start (ax up only; services need ax migrate up first) [AX_MIGRATE]")
 	}
 	fs.StringVar(&f.logLevel, "log-level", envStr("AX_LOG_LEVEL", "info"), "debug, info, warn or error [AX_LOG_LEVEL]")
 	fs.StringVar(&f.logFormat, "log-format", envStr("AX_LOG_FORMAT", "text"), "text or json [AX_LOG_FORMAT]")

@@ -102,7 +102,7 @@ func (f *serverFlags) registerConn(fs *pflag.FlagSet) {
 	f.conn.mysql.register(fs)
 	fs.StringVar(&c.RedisUser, "redis-user", envStr("AX_REDIS_USER", ""), "Redis ACL user (default: the default user) [AX_REDIS_USER]")
 	fs.StringVar(&f.conn.redisPasswordFile, "redis-password-file", envStr("AX_REDIS_PASSWORD_FILE", ""), "file holding the Redis password; else AX_REDIS_PASSWORD [AX_REDIS_PASSWORD_FILE]")
-	fs.StringVar(&c.NATSUser, "nats-user", envStr("AX_NATS_USER", ""), "NATS user (see `ax nats-config`) [AX_NATS_USER]")
+	fs.StringVar(&c.NATSUser, "nats-user", envStr("AX_NATS_USER", ""), "NATS user (see ax nats-config) [AX_NATS_USER]")
 	fs.StringVar(&f.conn.natsPasswordFile, "nats-password-file", envStr("AX_NATS_PASSWORD_FILE", ""), "file holding the NATS password; else AX_NATS_PASSWORD [AX_NATS_PASSWORD_FILE]")
 	registerTLS(fs, "redis", &c.RedisTLS)
 	registerTLS(fs, "nats", &c.NATSTLS)

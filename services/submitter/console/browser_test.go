@@ -56,6 +56,9 @@ func startAx(t *testing.T) *axUnderTest {
 	// Fresh counts on every page the test opens, and a revoked key
 	// refused at once rather than after the cache period.
 	cfg.Submitter.StatsTTL = time.Millisecond
+	// The overview shows finished states too: read them afresh, as the
+	// default minute-long cache would hide the tasks the test just ended.
+	cfg.Submitter.FinishedStatsTTL = time.Millisecond
 	cfg.AuthCache.CacheTTL = time.Millisecond
 	runCtx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
