@@ -14,7 +14,7 @@ var ACLCommands = []string{
 	// strings and keys: locks, leases, the clock
 	"get", "set", "del", "exists", "pexpire", "pttl", "time",
 	// sorted sets: the timer's lanes, concurrency slots, dispatch marks
-	"zadd", "zrem", "zcard", "zrange", "zrangebyscore", "zremrangebyscore", "zscore", "zmscore", "zscan",
+	"zadd", "zrem", "zcard", "zcount", "zrange", "zrangebyscore", "zremrangebyscore", "zscore", "zmscore", "zscan",
 	// hashes: membership
 	"hset", "hget", "hgetall", "hdel",
 }
