@@ -68,7 +68,11 @@ func TestClusterLimitKeepsLaneOrder(t *testing.T) {
 				lanes[i] = prio[id][0]
 			}
 			t.Logf("start order by lane: %s", lanes)
-			for i := 1; i < len(order); i++ {
+			// The first claim of an idle type takes whatever task reached the
+			// fetcher first: the lanes' messages come over consumers of their
+			// own, so when all fall due in one millisecond any lane may be
+			// first in. From the second start on, tasks wait and the lanes rule.
+			for i := 2; i < len(order); i++ {
 				require.LessOrEqual(t, prio[order[i-1]].Rank(), prio[order[i]].Rank(),
 					"start %d (%s) came after start %d (%s)", i, prio[order[i]], i-1, prio[order[i-1]])
 			}
