@@ -70,3 +70,18 @@ func (c *Client) BulkRetryDeadLetters(ctx context.Context, req contracts.BulkReq
 	var out contracts.BulkResult
 	return &out, c.do(ctx, http.MethodPost, "/v1/deadletters:retry", req, &out)
 }
+
+// ListScheduleTasks returns one page of the tasks schedule name fired,
+// latest fire time first, each with its origin; an unknown schedule has
+// none. It takes no other filter (see GET /v1/tasks?schedule=).
+func (c *Client) ListScheduleTasks(ctx context.Context, name string, limit int, cursor string) (*contracts.TaskList, error) {
+	q := url.Values{"schedule": {name}}
+	if limit > 0 {
+		q.Set("limit", strconv.Itoa(limit))
+	}
+	if cursor != "" {
+		q.Set("cursor", cursor)
+	}
+	var out contracts.TaskList
+	return &out, c.do(ctx, http.MethodGet, "/v1/tasks?"+q.Encode(), nil, &out)
+}

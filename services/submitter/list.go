@@ -28,11 +28,15 @@ const (
 // listParams are the query parameters GET /v1/tasks knows; any other is
 // refused, so a misspelt filter is an error rather than a list of
 // everything.
-var listParams = []string{"type", "status", "biz_key", "node", "created_after", "created_before", "limit", "cursor"}
+var listParams = []string{"type", "status", "biz_key", "node", "schedule", "created_after", "created_before", "limit", "cursor"}
 
 // handleListTasks serves GET /v1/tasks (see store.ListTasks for the
 // indexes each filter reads).
 func (s *Submitter) handleListTasks(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Query().Has("schedule") {
+		s.listScheduleTasks(w, r)
+		return
+	}
 	p, prob := parseListTasks(r.URL.Query())
 	if prob != nil {
 		writeProblem(w, prob.Status, prob.Code, prob.Detail)
@@ -147,13 +151,9 @@ func parseListTasks(q url.Values) (store.ListTasksParams, *contracts.Problem) {
 	if prob != nil {
 		return store.ListTasksParams{}, prob
 	}
-	p := store.ListTasksParams{Filter: f, Limit: listLimitDefault}
-	if v := q.Get("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > listLimitMax {
-			return bad("limit=%q: want 1..%d", v, listLimitMax)
-		}
-		p.Limit = n
+	p := store.ListTasksParams{Filter: f}
+	if p.Limit, prob = parseListLimit(q); prob != nil {
+		return store.ListTasksParams{}, prob
 	}
 	if v := q.Get("cursor"); v != "" {
 		c, order, ok := decodeCursor(v)
@@ -168,8 +168,22 @@ func parseListTasks(q url.Values) (store.ListTasksParams, *contracts.Problem) {
 	return p, nil
 }
 
+// parseListLimit reads limit, listLimitDefault when absent.
+func parseListLimit(q url.Values) (int, *contracts.Problem) {
+	v := q.Get("limit")
+	if v == "" {
+		return listLimitDefault, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 || n > listLimitMax {
+		return 0, contracts.NewProblem(http.StatusBadRequest, contracts.CodeInvalidArgument, fmt.Sprintf("limit=%q: want 1..%d", v, listLimitMax))
+	}
+	return n, nil
+}
+
 // encodeCursor makes the opaque next_cursor: the list's order and the last
-// task's key in it. It is opaque so that its form may change; it is not
+// task's key in it (in a schedule's list, OrderByFire, the first number
+// is the fire time rather than the due time). It is opaque so that its form may change; it is not
 // secret (anybody may make one, and it only says where a page starts).
 func encodeCursor(o store.ListOrder, c store.ListCursor) string {
 	raw := fmt.Sprintf("%s.%d.%d", o, c.NextRunTimeMs, c.ID)
@@ -188,7 +202,7 @@ func decodeCursor(v string) (store.ListCursor, store.ListOrder, bool) {
 	o := store.ListOrder(parts[0])
 	due, err1 := strconv.ParseInt(parts[1], 10, 64)
 	id, err2 := strconv.ParseInt(parts[2], 10, 64)
-	if (o != store.OrderByID && o != store.OrderByDue) || err1 != nil || err2 != nil || id < 1 {
+	if (o != store.OrderByID && o != store.OrderByDue && o != store.OrderByFire) || err1 != nil || err2 != nil || id < 1 {
 		return store.ListCursor{}, "", false
 	}
 	return store.ListCursor{NextRunTimeMs: due, ID: id}, o, true

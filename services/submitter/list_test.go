@@ -25,6 +25,12 @@ func TestListTasksRefusesBadFilters(t *testing.T) {
 		{"limit zero", "limit=0", "limit"},
 		{"limit too big", "limit=1001", "limit"},
 		{"garbage cursor", "cursor=abc", "not a cursor"},
+		{"schedule with status", "schedule=nightly&status=READY", "schedule combines only with limit and cursor, not status"},
+		{"schedule with type", "schedule=nightly&type=ax.noop", "not type"},
+		{"bad schedule name", "schedule=Bad%20Name", "schedule"},
+		{"empty schedule", "schedule=", "schedule"},
+		{"schedule limit", "schedule=nightly&limit=0", "limit"},
+		{"schedule garbage cursor", "schedule=nightly&cursor=abc", "not a cursor"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -71,6 +77,9 @@ func TestListTasksPagesThroughTheAPI(t *testing.T) {
 	require.Equal(t, ids, got)
 
 	rec := f.do(t, http.MethodGet, "/v1/tasks?status=READY&cursor="+cursor, nil)
+	require.Equal(t, http.StatusBadRequest, rec.Code, rec.Body.String())
+	require.Contains(t, problemOf(t, rec).Detail, "other filters")
+	rec = f.do(t, http.MethodGet, "/v1/tasks?schedule=nightly&cursor="+cursor, nil)
 	require.Equal(t, http.StatusBadRequest, rec.Code, rec.Body.String())
 	require.Contains(t, problemOf(t, rec).Detail, "other filters")
 }

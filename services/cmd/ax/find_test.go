@@ -117,6 +117,21 @@ func TestTaskListSendsTheFilter(t *testing.T) {
 	require.Contains(t, out, "more: --cursor abc")
 }
 
+// TestTaskListBySchedule sends schedule with only limit and cursor, and
+// refuses another filter beside it before calling anything.
+func TestTaskListBySchedule(t *testing.T) {
+	api := newFakeAPI(t, map[string][]any{"GET /v1/tasks": {contracts.TaskList{
+		Tasks: []contracts.Task{{ID: "9", Type: "report.build", Status: contracts.StatusSuccess}}}}})
+	out, err := runAx(t, "task", "list", "--schedule", "nightly.report", "--limit", "3", "--cursor", "c1", "--api", api.URL)
+	require.NoError(t, err)
+	require.Equal(t, []string{"GET /v1/tasks?cursor=c1&limit=3&schedule=nightly.report"}, api.sent())
+	require.Contains(t, out, "report.build")
+
+	_, err = runAx(t, "task", "list", "--schedule", "nightly.report", "--status", "READY", "--api", api.URL)
+	require.ErrorContains(t, err, "--schedule takes no other filter")
+	require.Empty(t, api.sent(), "nothing more was called")
+}
+
 // TestTaskCancelInBulk: without --yes only the dry run is sent; with it the
 // token is confirmed until nothing counted is left.
 func TestTaskCancelInBulk(t *testing.T) {

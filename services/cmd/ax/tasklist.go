@@ -26,21 +26,33 @@ func registerTaskFilter(fs *pflag.FlagSet, f *client.TaskFilter) {
 
 func newTaskListCmd(f *apiFlags) *cobra.Command {
 	var (
-		filter client.TaskFilter
-		limit  int
-		cursor string
+		filter   client.TaskFilter
+		limit    int
+		cursor   string
+		schedule string
 	)
 	cmd := &cobra.Command{
 		Use:   "list",
-		Short: "List tasks, newest first, by type, state, business key, node and creation time",
+		Short: "List tasks, newest first, by type, state, business key, node, creation time or schedule",
 		Long: `List tasks, newest first, one page at a time. With --status (and no
 --created-before) the order is the latest due time first (for finished tasks:
-the most recently run first). A full page ends with the cursor of the next one.`,
+the most recently run first). With --schedule it is the tasks that schedule
+fired, latest fire time first. A full page ends with the cursor of the next one.`,
 		Example: `  ax task list --type ax.sleep --status RUNNING
+  ax task list --schedule nightly.report --limit 10
   ax task list --status DEAD --created-after 2026-01-02T00:00:00Z -o json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			l, err := f.client().ListTasks(cmd.Context(), filter, limit, cursor)
+			list := func() (*contracts.TaskList, error) { return f.client().ListTasks(cmd.Context(), filter, limit, cursor) }
+			if schedule != "" {
+				if filter != (client.TaskFilter{}) {
+					return fmt.Errorf("--schedule takes no other filter (only --limit and --cursor): a schedule's tasks are read in fire-time order")
+				}
+				list = func() (*contracts.TaskList, error) {
+					return f.client().ListScheduleTasks(cmd.Context(), schedule, limit, cursor)
+				}
+			}
+			l, err := list()
 			if err != nil {
 				return err
 			}
@@ -48,6 +60,7 @@ the most recently run first). A full page ends with the cursor of the next one.`
 		},
 	}
 	registerTaskFilter(cmd.Flags(), &filter)
+	cmd.Flags().StringVar(&schedule, "schedule", "", "only the tasks this schedule fired, latest fire time first (with no other filter)")
 	cmd.Flags().IntVar(&limit, "limit", 50, "at most this many (1..1000)")
 	cmd.Flags().StringVar(&cursor, "cursor", "", "start after the previous page (its next cursor)")
 	return cmd

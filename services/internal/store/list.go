@@ -183,6 +183,12 @@ func listTasksSQL(cols string, p ListTasksParams) (string, []any) {
 // check that every filter reads an index range and never the whole table.
 func (s *Store) ExplainListTasks(ctx context.Context, p ListTasksParams) ([]map[string]string, error) {
 	q, args := listTasksSQL(listTaskColumns, p)
+	return s.explain(ctx, q, args)
+}
+
+// explain returns MySQL's EXPLAIN of q, one row per table access as column
+// name → value.
+func (s *Store) explain(ctx context.Context, q string, args []any) ([]map[string]string, error) {
 	rows, err := s.db.QueryContext(ctx, "EXPLAIN "+q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("explain list tasks: %w", err)

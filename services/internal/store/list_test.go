@@ -180,3 +180,80 @@ func TestListTasksReadsIndexes(t *testing.T) {
 		})
 	}
 }
+
+// seedScheduleFires writes schedules "list.sched" (a fire for every third
+// seeded task, some passed over without a task) and "list.other", and
+// returns list.sched's task IDs latest fire first.
+func seedScheduleFires(t *testing.T, st *store.Store, rows []listRow) []int64 {
+	t.Helper()
+	for i, name := range []string{"list.sched", "list.other"} {
+		_, err := st.DB().Exec(`INSERT INTO schedules (id, name, cron_expr, time_zone, template, overlap, catch_up, catch_up_limit, next_fire_time)
+			VALUES (?, ?, '* * * * * *', 'UTC', '{}', 'allow', 'skip', 1, 0)`, 900+i, name)
+		require.NoError(t, err)
+	}
+	var want []int64
+	base := int64(1_770_000_000_000)
+	for i, r := range rows {
+		sched, fire := 900+i%3, base+int64(i)*1000
+		var task any = r.id
+		if i%30 == 0 {
+			task = nil // passed over by the overlap policy
+		}
+		if sched == 900 && task != nil {
+			want = append(want, r.id)
+		}
+		if sched > 901 {
+			continue
+		}
+		_, err := st.DB().Exec(`INSERT INTO schedule_fires (schedule_id, fire_time, schedule_name, task_id, fired_at) VALUES (?, ?, 'x', ?, ?)`,
+			sched, fire, task, fire)
+		require.NoError(t, err)
+	}
+	slices.Reverse(want)
+	return want
+}
+
+// TestListScheduleTasks pages through a schedule's tasks five at a time:
+// latest fire time first, each once, none of another schedule's, and an
+// unknown schedule lists nothing. EXPLAIN shows every table read by key.
+func TestListScheduleTasks(t *testing.T) {
+	st, _ := testenv.Store(t)
+	rows := seedList(t, st, 300)
+	want := seedScheduleFires(t, st, rows)
+	ctx := context.Background()
+	var got []int64
+	p := store.ScheduleTasksParams{Schedule: "list.sched", Limit: 5}
+	for range len(rows) {
+		page, err := st.ListScheduleTasks(ctx, p)
+		require.NoError(t, err)
+		for i, task := range page {
+			require.Nil(t, task.Payload, "lists leave payloads out")
+			if i > 0 {
+				require.Less(t, task.FireTimeMs, page[i-1].FireTimeMs)
+			}
+			got = append(got, task.ID)
+		}
+		if len(page) < p.Limit {
+			break
+		}
+		p.BeforeFireMs = page[len(page)-1].FireTimeMs
+	}
+	require.Equal(t, want, got)
+
+	none, err := st.ListScheduleTasks(ctx, store.ScheduleTasksParams{Schedule: "list.nope", Limit: 5})
+	require.NoError(t, err)
+	require.Empty(t, none)
+
+	for _, before := range []int64{0, 1_770_000_100_000} {
+		plan, err := st.ExplainScheduleTasks(ctx, store.ScheduleTasksParams{Schedule: "list.sched", Limit: 100, BeforeFireMs: before})
+		require.NoError(t, err)
+		require.Len(t, plan, 3)
+		for _, row := range plan {
+			t.Logf("cursor=%v: table=%s type=%s key=%s rows=%s extra=%s", before != 0, row["table"], row["type"], row["key"], row["rows"], row["Extra"])
+			require.NotEqual(t, "ALL", row["type"], "full table scan: %v", row)
+			require.NotEmpty(t, row["key"], "no index used: %v", row)
+			require.NotContains(t, row["Extra"], "filesort", "the index does not give the order: %v", row)
+			require.NotContains(t, row["Extra"], "temporary", "the join sorts what it read: %v", row)
+		}
+	}
+}
