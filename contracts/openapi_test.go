@@ -47,10 +47,16 @@ func jsonFields(t *testing.T, typ reflect.Type) (names, always []string) {
 		if !f.IsExported() {
 			continue
 		}
-		if f.Anonymous {
-			t.Fatalf("%s embeds %s: flatten it or teach this test about embedding", typ, f.Type)
-		}
 		tag := f.Tag.Get("json")
+		if f.Anonymous && tag == "" && f.Type.Kind() == reflect.Struct {
+			// encoding/json lifts an untagged embedded struct's fields.
+			n, a := jsonFields(t, f.Type)
+			names, always = append(names, n...), append(always, a...)
+			continue
+		}
+		if f.Anonymous {
+			t.Fatalf("%s embeds %s with a tag or by pointer: flatten it or teach this test about it", typ, f.Type)
+		}
 		if tag == "-" {
 			continue
 		}

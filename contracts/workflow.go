@@ -111,15 +111,9 @@ func (t StepTask) Submit() SubmitRequest {
 type WorkflowStep struct {
 	// Key names the step within its workflow.
 	Key string `json:"key"`
-	// The task fields, as in SubmitRequest.
-	Type       string          `json:"type"`
-	Payload    json.RawMessage `json:"payload,omitempty"`
-	Priority   string          `json:"priority,omitempty"`
-	Delay      string          `json:"delay,omitempty"`
-	RunAt      string          `json:"run_at,omitempty"`
-	BizKey     string          `json:"biz_key,omitempty"`
-	MaxRetries *int            `json:"max_retries,omitempty"`
-	Timeout    string          `json:"timeout,omitempty"`
+	// StepTask holds the task fields, as in SubmitRequest; JSON has them
+	// at the step's top level.
+	StepTask
 	// DependsOn lists the keys of the steps this one waits for.
 	DependsOn []string `json:"depends_on,omitempty"`
 	// When is the condition every parent must meet: success (default),
@@ -128,12 +122,6 @@ type WorkflowStep struct {
 	// Compensate, when set, is the task that undoes this step; it runs
 	// when a later step fails for good after this one succeeded.
 	Compensate *StepTask `json:"compensate,omitempty"`
-}
-
-// Task returns the step's task fields.
-func (s WorkflowStep) Task() StepTask {
-	return StepTask{Type: s.Type, Payload: s.Payload, Priority: s.Priority, Delay: s.Delay, RunAt: s.RunAt,
-		BizKey: s.BizKey, MaxRetries: s.MaxRetries, Timeout: s.Timeout}
 }
 
 // WorkflowRequest is the body of POST /v1/workflows.

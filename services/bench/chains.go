@@ -23,7 +23,7 @@ func (r *run) chains(ctx context.Context) ([]Metric, error) {
 	r.startCosts()
 	out, elapsed := r.openLoopOf(ctx, func(ctx context.Context) (int64, int64, error) {
 		wf, err := r.api.CreateWorkflow(ctx, contracts.WorkflowRequest{Name: "bench-chain", Steps: []contracts.WorkflowStep{
-			{Key: "a", Type: TypeBench}, {Key: "b", Type: TypeBench, DependsOn: []string{"a"}},
+			{Key: "a", StepTask: contracts.StepTask{Type: TypeBench}}, {Key: "b", StepTask: contracts.StepTask{Type: TypeBench}, DependsOn: []string{"a"}},
 		}})
 		if err != nil {
 			return 0, 0, err
@@ -90,9 +90,9 @@ func (r *run) chains(ctx context.Context) ([]Metric, error) {
 // cancels it.
 func (r *run) lineageOf1000(ctx context.Context) ([]float64, error) {
 	steps := make([]contracts.WorkflowStep, contracts.MaxWorkflowSteps)
-	steps[0] = contracts.WorkflowStep{Key: "root", Type: TypeBench, Delay: "1h"}
+	steps[0] = contracts.WorkflowStep{Key: "root", StepTask: contracts.StepTask{Type: TypeBench, Delay: "1h"}}
 	for i := 1; i < len(steps); i++ {
-		steps[i] = contracts.WorkflowStep{Key: "s" + strconv.Itoa(i), Type: TypeBench, DependsOn: []string{"root"}}
+		steps[i] = contracts.WorkflowStep{Key: "s" + strconv.Itoa(i), StepTask: contracts.StepTask{Type: TypeBench}, DependsOn: []string{"root"}}
 	}
 	wf, err := r.api.CreateWorkflow(ctx, contracts.WorkflowRequest{Name: "bench-lineage", Steps: steps})
 	if err != nil {

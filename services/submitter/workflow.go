@@ -104,7 +104,7 @@ func (s *Submitter) validateWorkflow(ctx context.Context, req *contracts.Workflo
 	}
 	for _, i := range order {
 		st := req.Steps[i]
-		nt, p := s.validateStepTask(ctx, st.Key, st.Task())
+		nt, p := s.validateStepTask(ctx, st.Key, st.StepTask)
 		if p != nil {
 			return nil, nil, p
 		}

@@ -27,8 +27,8 @@ func TestKilledParentsChildIsReleasedExactlyOnce(t *testing.T) {
 
 	ctx := context.Background()
 	wf, err := c.api.CreateWorkflow(ctx, contracts.WorkflowRequest{Name: "kill", BizKey: "kill-1", Steps: []contracts.WorkflowStep{
-		{Key: "parent", Type: "ax.sleep", Timeout: "8s", Payload: []byte(`{"ms":4000}`)},
-		{Key: "child", Type: "ax.noop", DependsOn: []string{"parent"}},
+		{Key: "parent", StepTask: contracts.StepTask{Type: "ax.sleep", Timeout: "8s", Payload: []byte(`{"ms":4000}`)}},
+		{Key: "child", StepTask: contracts.StepTask{Type: "ax.noop"}, DependsOn: []string{"parent"}},
 	}})
 	require.NoError(t, err)
 	parent, child := wf.Steps[0].TaskID, wf.Steps[1].TaskID
