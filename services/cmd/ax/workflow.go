@@ -19,6 +19,15 @@ func newWorkflowCmd() *cobra.Command {
 	var f apiFlags
 	cmd := &cobra.Command{Use: "workflow", Short: "Submit, inspect and cancel workflows (DAGs of tasks) through the API"}
 	f.register(cmd)
+	// show prints the workflow an API call answered, or returns its error.
+	show := func(cmd *cobra.Command) func(*contracts.Workflow, error) error {
+		return func(wf *contracts.Workflow, err error) error {
+			if err != nil {
+				return err
+			}
+			return f.print(cmd.OutOrStdout(), wf, func() { printWorkflow(cmd.OutOrStdout(), wf) })
+		}
+	}
 	var file string
 	submit := &cobra.Command{
 		Use: "submit", Short: "Submit a workflow from a JSON file (the body of POST /v1/workflows)", Args: cobra.NoArgs,
@@ -41,11 +50,7 @@ func newWorkflowCmd() *cobra.Command {
 			if err := dec.Decode(&req); err != nil {
 				return fmt.Errorf("workflow %s is not a workflow request: %w", file, err)
 			}
-			wf, err := f.client().CreateWorkflow(cmd.Context(), req)
-			if err != nil {
-				return err
-			}
-			return f.print(cmd.OutOrStdout(), wf, func() { printWorkflow(cmd.OutOrStdout(), wf) })
+			return show(cmd)(f.client().CreateWorkflow(cmd.Context(), req))
 		},
 	}
 	submit.Flags().StringVarP(&file, "file", "f", "", "JSON file holding the workflow, - for stdin (required)")
@@ -53,21 +58,13 @@ func newWorkflowCmd() *cobra.Command {
 	get := &cobra.Command{
 		Use: "get ID", Short: "Show a workflow and its steps", Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			wf, err := f.client().GetWorkflow(cmd.Context(), args[0])
-			if err != nil {
-				return err
-			}
-			return f.print(cmd.OutOrStdout(), wf, func() { printWorkflow(cmd.OutOrStdout(), wf) })
+			return show(cmd)(f.client().GetWorkflow(cmd.Context(), args[0]))
 		},
 	}
 	cancel := &cobra.Command{
 		Use: "cancel ID", Short: "Cancel a workflow and every step that has not ended", Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			wf, err := f.client().CancelWorkflow(cmd.Context(), args[0])
-			if err != nil {
-				return err
-			}
-			return f.print(cmd.OutOrStdout(), wf, func() { printWorkflow(cmd.OutOrStdout(), wf) })
+			return show(cmd)(f.client().CancelWorkflow(cmd.Context(), args[0]))
 		},
 	}
 	cmd.AddCommand(submit, get, cancel)
