@@ -3,10 +3,12 @@ package chaos
 import (
 	"context"
 	"fmt"
+	"math"
 	"os"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -143,6 +145,7 @@ func runScenario(t *testing.T, bin string, sc scenario) verdict {
 		t.Fatalf("configure %s: %v", taskType, err)
 	}
 
+	loadavg := sampleLoad(t)
 	faultDone := make(chan struct{})
 	go func() {
 		defer close(faultDone)
@@ -156,6 +159,7 @@ func runScenario(t *testing.T, bin string, sc scenario) verdict {
 	waitSettled(ctx, t, s.db, settleMax)
 	v := check(ctx, t, s.db, tasks, rcv.snapshot())
 	v.scenario, v.refused = sc.name, refused
+	v.loadMin, v.loadMax = loadavg()
 	if t.Failed() || v.lost > 0 || v.dupUnexpl > 0 {
 		for _, name := range s.order {
 			t.Logf("---- %s log tail ----\n%s", name, s.services[name].tail())
@@ -165,19 +169,19 @@ func runScenario(t *testing.T, bin string, sc scenario) verdict {
 }
 
 func (v verdict) line() string {
-	return fmt.Sprintf("acked %d (refused %d), lost %d, early %d, duplicates explained %d / unexplained %d, recoveries %d, start delay p50 %s p99 %s max %s",
+	return fmt.Sprintf("acked %d (refused %d), lost %d, early %d, duplicates explained %d / unexplained %d, recoveries %d, start delay p50 %s p99 %s max %s, load average %.1f–%.1f",
 		v.acked, v.refused, v.lost, v.early, v.dupExplained, v.dupUnexpl, v.recoveries,
-		v.p(0.5).Round(time.Millisecond), v.p(0.99).Round(time.Millisecond), v.worst.Round(time.Millisecond))
+		v.p(0.5).Round(time.Millisecond), v.p(0.99).Round(time.Millisecond), v.worst.Round(time.Millisecond), v.loadMin, v.loadMax)
 }
 
 func report(vs []verdict) string {
 	var b strings.Builder
-	b.WriteString("| scenario | acked (refused) | lost | early | duplicates explained / unexplained | recoveries recorded | start delay p99 | worst (the slowest recovery) |\n")
-	b.WriteString("|---|---|---|---|---|---|---|---|\n")
+	b.WriteString("| scenario | acked (refused) | lost | early | duplicates explained / unexplained | recoveries recorded | start delay p99 | worst (the slowest recovery) | load average |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|---|\n")
 	secs := func(d time.Duration) string { return strconv.FormatFloat(d.Seconds(), 'f', 2, 64) + " s" }
 	for _, v := range vs {
-		fmt.Fprintf(&b, "| %s | %d (%d) | %d | %d | %d / %d | %d | %s | %s |\n", v.scenario, v.acked, v.refused, v.lost,
-			v.early, v.dupExplained, v.dupUnexpl, v.recoveries, secs(v.p(0.99)), secs(v.worst))
+		fmt.Fprintf(&b, "| %s | %d (%d) | %d | %d | %d / %d | %d | %s | %s | %.1f–%.1f |\n", v.scenario, v.acked, v.refused, v.lost,
+			v.early, v.dupExplained, v.dupUnexpl, v.recoveries, secs(v.p(0.99)), secs(v.worst), v.loadMin, v.loadMax)
 	}
 	return b.String()
 }
@@ -185,4 +189,54 @@ func report(vs []verdict) string {
 func typeUpdate() contracts.TaskTypeUpdate {
 	timeout, base, ceiling, retries := "30s", "200ms", "2s", 5
 	return contracts.TaskTypeUpdate{Timeout: &timeout, BackoffBase: &base, BackoffCap: &ceiling, MaxRetries: &retries}
+}
+
+// sampleLoad reads the machine's one-minute load average every five
+// seconds until the returned function is called, which gives the least and
+// the most seen: the suite's figures depend on what else ran.
+func sampleLoad(t *testing.T) func() (lo, hi float64) {
+	t.Helper()
+	var mu sync.Mutex
+	lo, hi := math.Inf(1), 0.0
+	read := func() {
+		data, err := os.ReadFile("/proc/loadavg")
+		if err != nil {
+			return
+		}
+		f, err := strconv.ParseFloat(strings.Fields(string(data))[0], 64)
+		if err != nil {
+			return
+		}
+		mu.Lock()
+		lo, hi = min(lo, f), max(hi, f)
+		mu.Unlock()
+	}
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(5 * time.Second)
+		defer tick.Stop()
+		for {
+			read()
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	var once sync.Once
+	end := func() (float64, float64) {
+		once.Do(func() { close(stop); <-done })
+		read()
+		mu.Lock()
+		defer mu.Unlock()
+		if math.IsInf(lo, 1) {
+			return 0, 0
+		}
+		return lo, hi
+	}
+	t.Cleanup(func() { end() })
+	return end
 }

@@ -24,6 +24,9 @@ type verdict struct {
 	worstTask    string
 	delays       []time.Duration // due → start of the successful call, per task
 	examples     []string
+	// loadMin and loadMax bound the machine's one-minute load average
+	// during the scenario.
+	loadMin, loadMax float64
 }
 
 func (v *verdict) note(format string, args ...any) {
@@ -38,6 +41,7 @@ type row struct {
 	attempt  int
 	actor    string
 	reason   string
+	next     int64 // the task's due time after the transfer, unix ms
 }
 
 // waitSettled waits until no task in the scenario's database is waiting or
@@ -74,15 +78,15 @@ func check(ctx context.Context, t *testing.T, db *sql.DB, tasks []acked, calls m
 		status[id] = st
 	}
 	rows.Close()
-	rows, err = db.QueryContext(ctx, `SELECT CAST(task_id AS CHAR), from_status, to_status, attempt, actor, reason
-		FROM task_history ORDER BY id`)
+	rows, err = db.QueryContext(ctx, `SELECT CAST(task_id AS CHAR), from_status, to_status, attempt, actor, reason,
+		next_run_time FROM task_history ORDER BY id`)
 	if err != nil {
 		t.Fatalf("read history: %v", err)
 	}
 	for rows.Next() {
 		var id string
 		var r row
-		if err := rows.Scan(&id, &r.from, &r.to, &r.attempt, &r.actor, &r.reason); err != nil {
+		if err := rows.Scan(&id, &r.from, &r.to, &r.attempt, &r.actor, &r.reason, &r.next); err != nil {
 			t.Fatal(err)
 		}
 		history[id] = append(history[id], r)
@@ -102,10 +106,16 @@ func judge(v *verdict, a acked, status string, hist []row, calls []call) {
 		return
 	}
 	granted := map[int]bool{}
+	// due is when each attempt may start: the task's due time, or the end
+	// of the backoff a failure of the attempt before set.
+	due := map[int]time.Time{}
 	recovered := 0
 	for _, r := range hist {
 		if r.from == "READY" && r.to == "RUNNING" {
 			granted[r.attempt] = true
+		}
+		if r.to == "RETRYING" && r.next > 0 {
+			due[r.attempt+1] = time.UnixMilli(r.next)
 		}
 		if (r.from == "RUNNING" && r.to == "READY") || r.to == "TIMEOUT" {
 			recovered++
@@ -116,13 +126,19 @@ func judge(v *verdict, a acked, status string, hist []row, calls []call) {
 			recovered++
 		}
 	}
+	dueOf := func(attempt int) time.Time {
+		if d, ok := due[attempt]; ok && d.After(a.due) {
+			return d
+		}
+		return a.due
+	}
 	v.recoveries += recovered
 	seen := map[int]bool{}
 	var success *call
 	for i, c := range calls {
-		if c.start.Before(a.due) {
+		if d := dueOf(c.attempt); c.start.Before(d) {
 			v.early++
-			v.note("task %s: attempt %d called %s before its due time", a.id, c.attempt, a.due.Sub(c.start))
+			v.note("task %s: attempt %d called %s before its due time", a.id, c.attempt, d.Sub(c.start))
 		}
 		if seen[c.attempt] || !granted[c.attempt] {
 			v.dupUnexpl++
@@ -148,7 +164,10 @@ func judge(v *verdict, a acked, status string, hist []row, calls []call) {
 		v.note("task %s: SUCCESS in MySQL but no successful call on record", a.id)
 		return
 	}
-	d := success.start.Sub(a.due)
+	// The delay counts from the end of the last planned failure's backoff:
+	// the backoffs the load asked for are no recovery, every wait a fault
+	// caused is.
+	d := success.start.Sub(dueOf(a.w.Fail + 1))
 	v.delays = append(v.delays, d)
 	if d > v.worst {
 		v.worst = d

@@ -176,7 +176,11 @@ type Executor struct {
 
 	mu      sync.Mutex
 	running map[int64]*run
-	wg      sync.WaitGroup
+	// settling holds the runs whose handlers returned and whose outcomes
+	// are not recorded yet: the watchdog keeps their leases alive, and
+	// nothing else.
+	settling map[int64]*run
+	wg       sync.WaitGroup
 	// outcomes feeds the writer that records finished runs in batches.
 	outcomes chan outcome
 	// ready opens once every type's consumers are declared and pulled.
@@ -207,7 +211,7 @@ func New(cfg Config, st *store.Store, rdb redis.UniversalClient, k keys.Keys, co
 	}
 	e := &Executor{cfg: cfg, store: st, rdb: rdb, keys: k, conn: conn, clock: clk, afterLease: cfg.AfterLease,
 		logger: logger.With("service", "executor", "node", cfg.Node),
-		types:  map[string]*pool{}, running: map[int64]*run{},
+		types:  map[string]*pool{}, running: map[int64]*run{}, settling: map[int64]*run{},
 		typeSettings: store.NewTypeCache(st, typeCacheTTL, cfg.TypeCacheClock), ready: ready.New(1)}
 	for _, ts := range types {
 		if err := contracts.ValidateTypeName(ts.Name); err != nil {

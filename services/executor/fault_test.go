@@ -3,6 +3,7 @@ package executor
 import (
 	"context"
 	"errors"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -303,4 +304,66 @@ func TestRedisLossKeepsTheClusterLimit(t *testing.T) {
 	testenv.Eventually(t, 10*time.Second, "both tasks SUCCESS", func() bool {
 		return g.history(t, 1) == "READY>RUNNING>SUCCESS" && g.history(t, 2) == "READY>RUNNING>SUCCESS"
 	})
+}
+
+// After Redis lost a running task's lease, only MySQL or another holder
+// takes the task away: the handler is cancelled when MySQL no longer has
+// the task RUNNING at its attempt (a reaper handed it on), or when the
+// lease it would take back is another attempt's.
+func TestRedisLossCancelsOnlyATaskOwnedElsewhere(t *testing.T) {
+	srv := testenv.StartRedis(t)
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr})
+	defer rdb.Close()
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name  string
+		taken func(g *faultRig, id int64) error
+		// A renewal between the transfer and the flush cancels it as no
+		// longer this attempt's, one after as a lost lease.
+		causes []error
+	}{
+		{"handed on in MySQL", func(g *faultRig, id int64) error {
+			attempt := 1
+			// No timer runs here, so the task stays READY.
+			if _, err := g.st.Transfer(ctx, store.TransferParams{TaskID: id, From: contracts.StatusRunning,
+				To: contracts.StatusReady, Attempt: &attempt, ClearExecutor: true, Reason: "test: recovered"}); err != nil {
+				return err
+			}
+			return rdb.FlushAll(ctx).Err()
+		}, []error{errLeaseLost, errCancelled}},
+		{"its lease another attempt's", func(g *faultRig, id int64) error {
+			// In one transaction, so the watchdog never sees the key empty.
+			pipe := rdb.TxPipeline()
+			pipe.FlushAll(ctx)
+			pipe.Set(ctx, g.keys.Lock(id), "elsewhere:2", time.Minute)
+			_, err := pipe.Exec(ctx)
+			return err
+		}, []error{errLeaseLost}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := newFaultRig(t, srv.Addr, keys.New("ax"), "test.owned")
+			started := make(chan int64, 1)
+			cause := make(chan error, 1)
+			h := HandlerFunc(func(hctx context.Context, task *Task) error {
+				started <- task.ID
+				<-hctx.Done()
+				cause <- context.Cause(hctx)
+				return hctx.Err()
+			})
+			g.executor(t, "keeper", Config{RenewInterval: 200 * time.Millisecond}, h, nil)
+			g.dispatch(t, 1)
+			select {
+			case <-started:
+			case <-time.After(20 * time.Second):
+				t.Fatal("the task did not start")
+			}
+			require.NoError(t, tc.taken(g, 1))
+			select {
+			case err := <-cause:
+				require.True(t, slices.ContainsFunc(tc.causes, func(c error) bool { return errors.Is(err, c) }), "cancelled by %v", err)
+			case <-time.After(20 * time.Second):
+				t.Fatal("the handler was not cancelled")
+			}
+		})
+	}
 }

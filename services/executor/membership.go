@@ -32,7 +32,10 @@ func (e *Executor) beat(ctx context.Context, first chan<- struct{}) {
 	t := time.NewTicker(e.cfg.HeartbeatInterval)
 	defer t.Stop()
 	for {
-		runs := e.snapshot()
+		// A settling run's task is still RUNNING here until its outcome
+		// is recorded.
+		runs, settling := e.snapshot()
+		runs = append(runs, settling...)
 		running := make([]string, len(runs))
 		for i, r := range runs {
 			running[i] = strconv.FormatInt(r.task.ID, 10)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/axsched/ax/services/internal/keys"
 	"github.com/axsched/ax/services/internal/testenv"
 )
 
@@ -47,4 +48,19 @@ func TestOnceOutsideExecutorFails(t *testing.T) {
 	})
 	require.ErrorContains(t, err, "needs a running executor")
 	require.False(t, called)
+}
+
+// An executor sizes Once's pool to its handler slots, the sum of its types'
+// concurrency, so every running handler can hold its effect's connection
+// however many that is.
+func TestExecutorSizesOncePoolToItsSlots(t *testing.T) {
+	st, _ := testenv.Store(t)
+	noop := HandlerFunc(func(context.Context, *Task) error { return nil })
+	_, err := New(Config{Node: "sized"}, st, nil, keys.New("ax"), nil, nil, testenv.Logger(t), []TypeSpec{
+		{Name: "pool.a", Handler: noop, Concurrency: 40},
+		{Name: "pool.b", Handler: noop, Concurrency: 8},
+		{Name: "pool.c", Handler: noop}, // the default concurrency
+	})
+	require.NoError(t, err)
+	require.Equal(t, 40+8+ConcurrencyDefault, st.OncePoolSize())
 }

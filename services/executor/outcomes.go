@@ -80,23 +80,26 @@ func (e *Executor) writeBatch(batch []outcome) {
 }
 
 // transferOutcomes records chains in one transaction, trying again while
-// MySQL does not answer (frozen, restarting, failing over) for up to half
-// a LockTTL. The runs' leases, renewed until their handlers returned and
-// released only after this, keep the reaper off their tasks that long, so
-// an outage shorter than that runs no finished task a second time. A
+// MySQL does not answer (frozen, restarting, failing over) for as long as
+// the executor runs: the watchdog renews the settling runs' leases
+// meanwhile, so the reaper leaves their tasks alone and an outage of any
+// length runs no finished task a second time. It stops trying when a
+// shutdown's drain runs out of time (the runs' base context ends). A
 // statement MySQL refused is not tried again here.
 func (e *Executor) transferOutcomes(chains [][]store.TransferParams) ([]store.ChainResult, error) {
-	giveUp := time.Now().Add(e.cfg.LockTTL / 2)
 	wait := 100 * time.Millisecond
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), outcomeTimeout)
 		out, err := e.store.TransferBatch(ctx, chains)
 		cancel()
-		if err == nil || !store.IsUnreachable(err) || time.Now().Add(wait).After(giveUp) {
+		if err == nil || !store.IsUnreachable(err) || e.runBase.Err() != nil {
 			return out, err
 		}
 		e.logger.Warn("recording outcomes: MySQL does not answer; trying again", "outcomes", len(chains), "retry_in", wait, "err", err)
-		time.Sleep(wait)
+		select {
+		case <-time.After(wait):
+		case <-e.runBase.Done():
+		}
 		wait = min(2*wait, 2*time.Second)
 	}
 }

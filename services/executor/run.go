@@ -425,11 +425,14 @@ func (e *Executor) execute(p *pool, r *run) {
 	start := time.Now()
 	err := e.callHandler(tctx, p.spec.Handler, r)
 	metrics.ExecutorRunSeconds.WithLabelValues(r.task.Type).Observe(time.Since(start).Seconds())
-	// Stop renewing before finish releases the lock, or the watchdog would
-	// take the release for a lost lease.
+	// From here the watchdog only keeps the lease alive while the outcome
+	// waits to be recorded: the release that follows the outcome is no
+	// lost lease, and MySQL's verdict is the outcome's own.
+	e.settle(r, true)
 	e.track(r, false)
 	free()
 	e.finish(r, err, context.Cause(tctx))
+	e.settle(r, false)
 }
 
 // callHandler runs the handler in its own goroutine so a handler that
@@ -525,12 +528,19 @@ func (e *Executor) finish(r *run, herr, cause error) {
 	}
 }
 
-func (e *Executor) track(r *run, add bool) {
+// track adds r to, or removes it from, the running runs.
+func (e *Executor) track(r *run, add bool) { e.mark(e.running, r, add) }
+
+// settle adds r to, or removes it from, the runs whose outcomes wait.
+func (e *Executor) settle(r *run, add bool) { e.mark(e.settling, r, add) }
+
+// mark adds r to, or removes it from, set (e.running or e.settling).
+func (e *Executor) mark(set map[int64]*run, r *run, add bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if add {
-		e.running[r.task.ID] = r
-	} else if e.running[r.task.ID] == r {
-		delete(e.running, r.task.ID)
+		set[r.task.ID] = r
+	} else if set[r.task.ID] == r {
+		delete(set, r.task.ID)
 	}
 }

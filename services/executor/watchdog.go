@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -35,14 +36,19 @@ func (e *Executor) watchdog(ctx context.Context) {
 	}
 }
 
-func (e *Executor) snapshot() []*run {
+// snapshot returns the running runs and the settling ones.
+func (e *Executor) snapshot() (running, settling []*run) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	runs := make([]*run, 0, len(e.running))
+	running = make([]*run, 0, len(e.running))
 	for _, r := range e.running {
-		runs = append(runs, r)
+		running = append(running, r)
 	}
-	return runs
+	settling = make([]*run, 0, len(e.settling))
+	for _, r := range e.settling {
+		settling = append(settling, r)
+	}
+	return running, settling
 }
 
 // renew renews the leases (and running-set members) of the running tasks
@@ -51,12 +57,19 @@ func (e *Executor) snapshot() []*run {
 // cancel a handler. MySQL decides: a task it no longer has RUNNING at this
 // attempt is cancelled; one it still has gets its lease and member back
 // (retake), and only a lease meanwhile held by someone else cancels it.
+//
+// The leases of settling runs (handler returned, outcome not yet
+// recorded) are only renewed: while MySQL does not answer their outcomes
+// wait, and the leases keep the reaper off their tasks meanwhile.
 func (e *Executor) renew(ctx context.Context) {
-	runs := e.snapshot()
+	runs, settling := e.snapshot()
+	if len(runs)+len(settling) == 0 {
+		return
+	}
+	gone := e.renewLeases(ctx, slices.Concat(runs, settling))[:len(runs)]
 	if len(runs) == 0 {
 		return
 	}
-	gone := e.renewLeases(ctx, runs)
 	refs := make([]store.AttemptRef, len(runs))
 	for i, r := range runs {
 		refs[i] = store.AttemptRef{ID: r.task.ID, Attempt: r.task.Attempt}

@@ -275,3 +275,51 @@ func TestPruneIdempotencyKeysTakesOnlyOldOnes(t *testing.T) {
 	require.Error(t, err, "no retention is refused, not taken as 'everything'")
 	require.Equal(t, []string{"d", "e"}, keys())
 }
+
+// Once's effects hold connections of a pool of their own, sized to the
+// handler slots: more effects than the main pool has connections (and
+// more than its default of 32) all run at once, and the main pool still
+// answers while they hold theirs.
+func TestOnceEffectsHoldConnectionsOfTheirOwnPool(t *testing.T) {
+	ctx := context.Background()
+	st, err := store.Open(ctx, testenv.MySQLDSN(t), store.Options{Actor: "test", MaxOpenConns: 2})
+	require.NoError(t, err)
+	defer st.Close()
+	const effects = 36
+	st.SizeOncePool(effects)
+	require.Equal(t, effects, st.OncePoolSize())
+
+	var inside sync.WaitGroup
+	inside.Add(effects)
+	release := make(chan struct{})
+	errs := make(chan error, effects)
+	for i := range effects {
+		go func() {
+			_, err := st.Once(ctx, store.OnceParams{Scope: "pool", Key: fmt.Sprint(i), TaskID: int64(i + 1), Attempt: 1},
+				func(context.Context) error {
+					inside.Done()
+					<-release
+					return nil
+				})
+			errs <- err
+		}()
+	}
+	all := make(chan struct{})
+	go func() { inside.Wait(); close(all) }()
+	select {
+	case <-all:
+	case <-time.After(60 * time.Second):
+		close(release)
+		t.Fatalf("not every effect started: they wait for connections (pool of %d)", st.OncePoolSize())
+	}
+	qctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	var one int
+	err = st.DB().QueryRowContext(qctx, `SELECT 1`).Scan(&one)
+	close(release)
+	require.NoError(t, err, "the main pool answers while every effect holds a connection")
+	for range effects {
+		require.NoError(t, <-errs)
+	}
+	require.Equal(t, effects, countKeys(t, st))
+}

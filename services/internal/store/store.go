@@ -104,6 +104,9 @@ func (s *Store) SizeOncePool(n int) {
 	s.onceDB.SetMaxIdleConns(n)
 }
 
+// OncePoolSize is the bound SizeOncePool set last.
+func (s *Store) OncePoolSize() int { return s.onceDB.Stats().MaxOpenConnections }
+
 // Network timeouts ParseDSN gives a DSN that sets none (the driver's own
 // default is to wait forever). They are a backstop under the context
 // deadlines of ax's background loops: a statement on a connection to a
