@@ -11,8 +11,10 @@ import (
 	"github.com/axsched/ax/services/internal/store"
 )
 
-// directQueue bounds the groups of dispatches waiting to be sent; a full
-// queue holds the next group commit back.
+// directQueue bounds the groups of dispatches waiting to be sent. A group
+// that finds it full (NATS has not answered for a while) is not queued:
+// its tasks are left to the reconciler, so submissions keep committing
+// while NATS is away, as they did when only the relay dispatched.
 const directQueue = 256
 
 // directSendTimeout bounds one send, and the last sends at shutdown.
@@ -87,8 +89,13 @@ func (s *Submitter) dispatchCommitted(ctx context.Context, mine []bool, res []st
 	for i := range tasks {
 		tasks[i].Dispatch.CommittedNs, tasks[i].Dispatch.SentNs = ns, ns
 	}
-	if len(tasks) > 0 {
-		s.direct.queue <- tasks
+	if len(tasks) == 0 {
+		return
+	}
+	select {
+	case s.direct.queue <- tasks:
+	default:
+		s.logger.Warn("direct dispatch queue full; the reconciler re-drives these tasks", "tasks", len(tasks))
 	}
 }
 
