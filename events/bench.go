@@ -15,4 +15,13 @@ type BenchDone struct {
 	EndNs   int64 `json:"end_ns"`
 	// OK is false for an attempt the payload told to fail.
 	OK bool `json:"ok"`
+	// The hops before the handler (Unix nanoseconds, zero when unknown;
+	// see TaskDispatched): the READY transfer written, taken up by its
+	// sender, the dispatch stored by JetStream, fetched by the executor,
+	// the claim committed.
+	CommittedNs int64 `json:"committed_ns,omitempty"`
+	SentNs      int64 `json:"sent_ns,omitempty"`
+	StoredNs    int64 `json:"stored_ns,omitempty"`
+	FetchedNs   int64 `json:"fetched_ns,omitempty"`
+	ClaimedNs   int64 `json:"claimed_ns,omitempty"`
 }

@@ -73,13 +73,15 @@ const (
 	// RouteTimer (empty): the timer indexes the task by its due time.
 	RouteTimer Route = ""
 	// RouteDispatch: the task was due when it became READY (submitted
-	// without delay, or handed back by a failed or departing executor), so
+	// without delay in a batch or a workflow, released, or handed back by
+	// a failed or departing executor), so
 	// the relay that publishes the event dispatches the task with it, two
 	// hops and one stored command fewer than through the timer and the
 	// dispatcher.
 	RouteDispatch Route = "dispatch"
 	// RouteDispatched: the writer dispatched the task itself (the
-	// dispatcher ending a backoff); nobody acts on the event.
+	// submitter right after committing a single submission, the timer or
+	// the dispatcher ending a backoff); nobody acts on the event.
 	RouteDispatched Route = "dispatched"
 )
 
@@ -131,6 +133,15 @@ type TaskDispatched struct {
 	TimeoutMs     int64  `json:"timeout_ms"`
 	NextRunTimeMs int64  `json:"next_run_time_ms"`
 	Load          bool   `json:"load,omitempty"`
+	// CommittedNs and SentNs time the first hops of a task due at once
+	// (Unix nanoseconds; zero when unknown): when its READY transfer was
+	// written (the history row's time, or the submitter's commit) and
+	// when its sender took it up (the relay's read of the row, or the
+	// submitter's commit). The executor adds when JetStream stored the
+	// dispatch, when it fetched, claimed and started it
+	// (metrics.TaskHopSeconds).
+	CommittedNs int64 `json:"committed_ns,omitempty"`
+	SentNs      int64 `json:"sent_ns,omitempty"`
 }
 
 // Decode unmarshals data into v with a useful error.

@@ -461,6 +461,7 @@ func newSubmitter(cfg Config, d *deps, srv *ops.Server, logger *slog.Logger) (fu
 	scfg.TypeCacheClock = cfg.TypeCacheClock
 	sub := submitter.New(scfg, d.st.WithActor("submitter@"+cfg.Node), d.ids, d.clk, logger)
 	sub.ServeNodes(d.rdb, d.keys, cfg.Executor.HeartbeatInterval, cfg.Shards)
+	sub.DispatchWith(d.send, d.conn)
 	sub.Routes(srv.Mux)
 	return sub.Run, nil
 }

@@ -52,7 +52,7 @@ func (r *run) chains(ctx context.Context) ([]Metric, error) {
 	}
 	r.logger.Info("open loop done; waiting for the chains", "chains", len(ids)/2, "failed", failed)
 	werr := r.col.wait(ctx, ids, r.cfg.StallTimeout)
-	costs := r.meter.stop()
+	costs := r.meter.stop(len(ids))
 	var release, chain []float64
 	var firstNs, lastNs int64
 	for _, s := range out {

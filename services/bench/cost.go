@@ -3,6 +3,7 @@ package bench
 import (
 	"log/slog"
 	"os"
+	"strings"
 	"time"
 )
 
@@ -46,8 +47,24 @@ func startCosts(procs []procRef, logger *slog.Logger) *costMeter {
 
 // stop closes the window: window_s, then cpu_s.<name> and peak_rss_mb.<name>
 // per name in first-seen order, the groups, cpu_s.total (everything but the
-// harness) and cpu_s.harness. It must run before the processes exit.
-func (c *costMeter) stop() []Metric {
+// harness) and cpu_s.harness. With the count of tasks the window ran
+// (tasks > 0) it also divides each CPU time by it: cpu_ms_per_task.<name>,
+// so a change that moves cost from ax into MySQL, NATS or Redis shows. It
+// must run before the processes exit.
+func (c *costMeter) stop(tasks int) []Metric {
+	out := c.cpu()
+	if tasks <= 0 {
+		return out
+	}
+	for _, m := range out {
+		if name, ok := strings.CutPrefix(m.Name, prefixCPU); ok {
+			out = append(out, Metric{Name: prefixCPUPerTask + name, Value: m.Value * 1000 / float64(tasks)})
+		}
+	}
+	return out
+}
+
+func (c *costMeter) cpu() []Metric {
 	out := []Metric{{Name: mWindow, Value: time.Since(c.t0).Seconds()}}
 	type sum struct {
 		cpu, rss float64

@@ -75,10 +75,21 @@ func (h *Handler) Handle(_ context.Context, t *executor.Task) error {
 	}
 	end := time.Now()
 	if h.nc != nil {
+		hp := &t.Hops
 		h.add(events.BenchDone{TaskID: t.ID, Attempt: t.Attempt,
-			StartNs: start.UnixNano(), EndNs: end.UnixNano(), OK: err == nil})
+			StartNs: start.UnixNano(), EndNs: end.UnixNano(), OK: err == nil,
+			CommittedNs: nsOf(hp.Committed), SentNs: nsOf(hp.Sent), StoredNs: nsOf(hp.Stored),
+			FetchedNs: nsOf(hp.Fetched), ClaimedNs: nsOf(hp.Claimed)})
 	}
 	return err
+}
+
+// nsOf is t in Unix nanoseconds, 0 for a zero t.
+func nsOf(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixNano()
 }
 
 func (h *Handler) add(r events.BenchDone) {

@@ -33,25 +33,27 @@ var KnownWorkloads = append(slices.Clone(AllWorkloads), Retention, Schedules, Ch
 // Metric names, as docs/benchmarks.md reports them and says how each is
 // measured; they stay fixed so figures compare across builds.
 const (
-	mE2ETPS      = "e2e_tps"
-	mEnqueueTPS  = "enqueue_tps"
-	mProcessTPS  = "process_tps"
-	mDrain       = "drain_s"
-	mLatency     = "latency" // latency_p50_ms ... latency_max_ms
-	mDelayed     = "delayed" // delayed_p50_ms ... delayed_max_ms
-	mEarly       = "early_count"
-	mRetryTotal  = "retry_total_s"
-	mRetryGap    = "retry_gap" // retry_gap_p50_ms ...: failed attempt's end to the retry's start
-	mSubmitCall  = "submit"    // submit_p50_ms ...: one HTTP submission, call to answer
-	mSubmitLag   = "submit_lag_max_ms"
-	mAchieved    = "achieved_rate"
-	mTasks       = "tasks"
-	mRuns        = "runs"
-	mWindow      = "window_s"
-	prefixCPU    = "cpu_s."
-	prefixRSS    = "peak_rss_mb."
-	cpuTotalName = "total"
-	harnessName  = "harness"
+	mE2ETPS     = "e2e_tps"
+	mEnqueueTPS = "enqueue_tps"
+	mProcessTPS = "process_tps"
+	mDrain      = "drain_s"
+	mLatency    = "latency" // latency_p50_ms ... latency_max_ms
+	mDelayed    = "delayed" // delayed_p50_ms ... delayed_max_ms
+	mEarly      = "early_count"
+	mRetryTotal = "retry_total_s"
+	mRetryGap   = "retry_gap" // retry_gap_p50_ms ...: failed attempt's end to the retry's start
+	mSubmitCall = "submit"    // submit_p50_ms ...: one HTTP submission, call to answer
+	mSubmitLag  = "submit_lag_max_ms"
+	mAchieved   = "achieved_rate"
+	mTasks      = "tasks"
+	mRuns       = "runs"
+	mWindow     = "window_s"
+	prefixCPU   = "cpu_s."
+	prefixRSS   = "peak_rss_mb."
+	// prefixCPUPerTask is CPU milliseconds per task, per process.
+	prefixCPUPerTask = "cpu_ms_per_task."
+	cpuTotalName     = "total"
+	harnessName      = "harness"
 
 	// Counters that must stay zero (reported as the worst rep).
 	mMissing        = "missing"

@@ -45,7 +45,7 @@ func (r *run) openLoopWorkload(ctx context.Context, req contracts.SubmitRequest,
 	}
 	r.logger.Info("open loop done; waiting for the handlers", "submitted", len(ids), "failed", failed)
 	werr := r.col.wait(ctx, ids, r.cfg.StallTimeout)
-	costs := r.meter.stop()
+	costs := r.meter.stop(len(ids))
 	var samples []float64
 	early := 0
 	for _, s := range out {
@@ -70,6 +70,13 @@ func (r *run) openLoopWorkload(ctx context.Context, req contracts.SubmitRequest,
 		Metric{Name: mSubmitLag, Value: Percentile(sortedCopy(lags), 100)},
 		Metric{Name: mAchieved, Value: rate(len(ids), elapsed)},
 		Metric{Name: mSubmitErrors, Value: float64(failed)})
+	if prefix == mLatency {
+		hops, err := r.hopMetrics(ctx, ids)
+		if err != nil {
+			r.logger.Warn("per-hop latency incomplete", "err", err)
+		}
+		figures = append(figures, hops...)
+	}
 	t := r.col.tally(ids)
 	return join(figures, t.metrics(len(ids), r.col.dropped()), costs), werr
 }
@@ -101,7 +108,7 @@ func (r *run) retry(ctx context.Context) (_ []Metric, err error) {
 		return nil, err
 	}
 	werr := r.col.wait(ctx, ids, r.cfg.StallTimeout)
-	costs := r.meter.stop()
+	costs := r.meter.stop(n)
 	t := r.col.tally(ids)
 	var gaps []float64
 	for _, id := range ids {

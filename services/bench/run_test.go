@@ -84,11 +84,15 @@ func TestEveryWorkload(t *testing.T) {
 
 	figures := map[string][]string{
 		Throughput: {mE2ETPS, mEnqueueTPS, mProcessTPS, mDrain},
-		Latency:    {"latency_p50_ms", "latency_p90_ms", "latency_p99_ms", "latency_max_ms"},
-		Delayed:    {"delayed_p50_ms", "delayed_p99_ms", "delayed_max_ms"},
-		Retry:      {mRetryTotal},
+		Latency: {"latency_p50_ms", "latency_p90_ms", "latency_p99_ms", "latency_max_ms",
+			// Hops that take a round trip at least; commit_to_send is 0
+			// for a task its submitter dispatched.
+			"hop.send_to_stored_p50_ms", "hop.fetch_to_claim_p50_ms", "hop.end_to_outcome_p50_ms", "hop.end_to_outcome_p99_ms"},
+		Delayed: {"delayed_p50_ms", "delayed_p99_ms", "delayed_max_ms"},
+		Retry:   {mRetryTotal},
 	}
-	costs := []string{mWindow, "cpu_s.ax", "peak_rss_mb.ax", "cpu_s.nats", "peak_rss_mb.nats", "cpu_s.total"}
+	costs := []string{mWindow, "cpu_s.ax", "peak_rss_mb.ax", "cpu_s.nats", "peak_rss_mb.nats", "cpu_s.total",
+		"cpu_ms_per_task.ax", "cpu_ms_per_task.nats", "cpu_ms_per_task.total"}
 	for i, r := range results {
 		require.Equal(t, AllWorkloads[i], r.Workload)
 		for _, name := range append(figures[r.Workload], costs...) {

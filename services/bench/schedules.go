@@ -60,7 +60,7 @@ func (r *run) schedules(ctx context.Context) (_ []Metric, err error) {
 	r.startCosts()
 	time.Sleep(r.cfg.Duration)
 	to := time.Now()
-	costs := r.meter.stop()
+	costs := r.meter.stop(0) // fires, not tasks
 	time.Sleep(scheduleSettle)
 
 	rows, err := r.db.QueryContext(ctx, `SELECT f.fire_time, f.fired_at FROM schedule_fires f

@@ -46,7 +46,7 @@ func (r *run) throughputE2E(ctx context.Context) ([]Metric, error) {
 	werr := r.col.wait(ctx, ids, r.cfg.StallTimeout)
 	r.logger.Info("handlers finished; waiting for MySQL to show every task SUCCESS")
 	drained, derr := r.waitDrained(ctx, ids)
-	costs := r.meter.stop()
+	costs := r.meter.stop(n)
 	t := r.col.tally(ids)
 	figures := []Metric{
 		{Name: mE2ETPS, Value: rateUntil(n, t0, t.lastEndNs)},

@@ -13,6 +13,8 @@ type Task struct {
 	Type    string
 	Attempt int
 	Payload json.RawMessage
+	// Hops says when this attempt passed each hop before its handler.
+	Hops Hops
 }
 
 // Handler runs one task. Returning nil records SUCCESS; an error records

@@ -35,6 +35,8 @@ type run struct {
 	deadline   time.Duration
 	cancel     context.CancelCauseFunc
 	leaseOut   atomic.Bool
+	// ended is when the handler returned (ax_task_hop_seconds).
+	ended time.Time
 	// report holds the handler's result and paces its progress writes.
 	report *report
 }
@@ -242,10 +244,12 @@ func (e *Executor) takeBatch(ctx context.Context, p *pool, hs []*head) {
 	}
 	won := make([]bool, len(hs))
 	var lost, resize []*run
+	claimedAt := time.Now()
 	for k, i := range held {
 		switch err := out[k].Err; {
 		case err == nil:
 			won[i] = true
+			runs[i].task.Hops = hopsOf(hs[i], claimedAt)
 			if e.claimed(runs[i], out[k].Results[0].Run) {
 				resize = append(resize, runs[i])
 			}
@@ -348,6 +352,7 @@ func (e *Executor) claim(ctx context.Context, p *pool, h *head) (*run, error) {
 		}
 		return nil, err
 	}
+	r.task.Hops = hopsOf(h, time.Now())
 	if e.claimed(r, res.Run) {
 		e.resizeLeases(ctx, []*run{r})
 	}
@@ -423,8 +428,10 @@ func (e *Executor) execute(p *pool, r *run) {
 	tctx, tcancel := context.WithTimeoutCause(ctx, r.deadline, errTimeout)
 	defer tcancel()
 	start := time.Now()
+	r.task.Hops.observe(start)
 	err := e.callHandler(tctx, p.spec.Handler, r)
-	metrics.ExecutorRunSeconds.WithLabelValues(r.task.Type).Observe(time.Since(start).Seconds())
+	r.ended = time.Now()
+	metrics.ExecutorRunSeconds.WithLabelValues(r.task.Type).Observe(r.ended.Sub(start).Seconds())
 	// From here the watchdog only keeps the lease alive while the outcome
 	// waits to be recorded: the release that follows the outcome is no
 	// lost lease, and MySQL's verdict is the outcome's own.
@@ -519,13 +526,16 @@ func (e *Executor) finish(r *run, herr, cause error) {
 		steps = retry.Plan(f, policy, e.clock.Now().UnixMilli(), nil)
 	}
 	metrics.ExecutorRuns.WithLabelValues(r.task.Type, outcome).Inc()
-	if err := e.recordOutcome(r, steps); err != nil {
-		if errors.Is(err, store.ErrConflict) {
-			log().Warn("outcome rejected: attempt is no longer current", "outcome", outcome, "err", err)
-			return
-		}
-		log().Error("record outcome failed; the reaper will recover the task", "outcome", outcome, "err", err)
+	err := e.recordOutcome(r, steps)
+	if err == nil {
+		observeHop(metrics.HopOutcome, r.ended, time.Now())
+		return
 	}
+	if errors.Is(err, store.ErrConflict) {
+		log().Warn("outcome rejected: attempt is no longer current", "outcome", outcome, "err", err)
+		return
+	}
+	log().Error("record outcome failed; the reaper will recover the task", "outcome", outcome, "err", err)
 }
 
 // track adds r to, or removes it from, the running runs.

@@ -96,8 +96,9 @@ func (s *Submitter) commitGroup(batch []*createReq) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	var (
-		res []store.BatchResult
-		err error
+		res  []store.BatchResult
+		err  error
+		mine []bool
 	)
 	for range 3 {
 		nts := make([]store.NewTask, len(batch))
@@ -105,6 +106,7 @@ func (s *Submitter) commitGroup(batch []*createReq) {
 			nts[i] = r.nt
 			nts[i].ID = s.ids.Next()
 		}
+		mine = s.routeDirect(nts)
 		res, err = s.store.CreateTasks(ctx, nts)
 		if !errors.Is(err, store.ErrIDTaken) && !store.IsDeadlock(err) {
 			break
@@ -115,6 +117,9 @@ func (s *Submitter) commitGroup(batch []*createReq) {
 	}
 	if err == nil {
 		metrics.SubmitCommits.Inc()
+		// Queued before the callers hear back: the executor is the one
+		// waiting.
+		s.dispatchCommitted(ctx, mine, res, time.Now())
 	}
 	for i, r := range batch {
 		if err != nil {

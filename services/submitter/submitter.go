@@ -71,6 +71,9 @@ type Submitter struct {
 	creates    chan *createReq
 	stopped    chan struct{}
 	coalescing atomic.Bool
+	// direct, when set, dispatches what the coalesced submissions create
+	// (direct.go).
+	direct *direct
 
 	statsCache statsCache
 }
@@ -119,6 +122,15 @@ func (s *Submitter) Routes(mux *http.ServeMux) {
 // submission then has a transaction of its own).
 func (s *Submitter) Run(ctx context.Context) error {
 	s.initTypeMetrics(ctx)
+	if s.direct != nil {
+		sent := make(chan struct{})
+		go func() {
+			defer close(sent)
+			s.runDirect()
+		}()
+		// Sends what the last groups queued before returning.
+		defer func() { close(s.direct.queue); <-sent }()
+	}
 	s.coalesce(ctx)
 	return nil
 }

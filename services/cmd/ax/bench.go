@@ -28,7 +28,11 @@ func newBenchCmd() *cobra.Command {
 		Long: `Runs the standard workloads through the public path (submit API -> timer ->
 dispatcher -> executor) with the built-in ax.bench task type, and prints one
 row of figures per workload (-o text: a Markdown table; -o json: one object
-per line).
+per line). Besides its own figures, every workload reports the CPU of each
+process (ax, NATS, MariaDB, Redis) in seconds and per task
+(cpu_ms_per_task.*), and the latency workload where its time went, hop by
+hop, from the submit commit to the handler and from the handler to its
+outcome (hop.<hop>_p50_ms, _p99_ms).
 
 By default it starts ax itself for every run, with the durable defaults: a
 nats-server child (JetStream, store in a temp dir), ` + "`ax up --nats-url`" + ` (or five

@@ -12,6 +12,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -443,8 +445,9 @@ func (c *cluster) relayHolder(t *testing.T) string {
 
 // TestKilledRelayHolderLosesNoTask: the relay holding the history lease
 // publishes the events of every process's transfers and dispatches the
-// tasks due at once with them. Its process is killed with SIGKILL while
-// tasks are submitted, one request each, through another submitter;
+// tasks due at once with them (those of batches: a single submission is
+// dispatched by its submitter). Its process is killed with SIGKILL while
+// tasks are submitted, in batches of three, through another submitter;
 // another process's relay takes the lease over when it lapses and
 // publishes and dispatches again from the stored cursor, with no help from
 // the reconciler. Every task runs once and succeeds, its history exactly
@@ -472,12 +475,18 @@ func TestKilledRelayHolderLosesNoTask(t *testing.T) {
 	created := make(chan int, 1)
 	go func() {
 		api, ok := client.New(other.addr), 0
-		for range n {
-			if _, err := api.Submit(context.Background(), contracts.SubmitRequest{Type: "ax.noop"}); err != nil {
+		batch := contracts.BatchRequest{Tasks: []contracts.SubmitRequest{{Type: "ax.noop"}, {Type: "ax.noop"}, {Type: "ax.noop"}}}
+		for range n / len(batch.Tasks) {
+			res, err := api.SubmitBatch(context.Background(), batch)
+			if err != nil {
 				t.Errorf("submit: %v", err)
 				break
 			}
-			ok++
+			for _, r := range res.Results {
+				if r.Task != nil {
+					ok++
+				}
+			}
 		}
 		created <- ok
 	}()
@@ -503,4 +512,59 @@ func TestKilledRelayHolderLosesNoTask(t *testing.T) {
 	require.Equal(t, n, tasks, "tasks with a history")
 	require.Zero(t, anomalies, "tasks whose history is not exactly READY, RUNNING, SUCCESS")
 	t.Logf("relay holder killed after %d of %d submissions; the lease went to %s", n/3, n, c.relayHolder(t))
+}
+
+// TestKilledSubmitterLosesNoTask: a submitter dispatches the single
+// submissions due at once it commits, right after each commit. It is
+// killed with SIGKILL while eight clients submit through it, so some
+// tasks are committed and never dispatched (killed between the commit and
+// the send, or with their sends queued). Every committed task still runs
+// exactly once and succeeds, its history exactly READY, RUNNING, SUCCESS:
+// what the submitter did not send the timer's reconciler re-drives from
+// MySQL (its grace shortened to a second here), and a dispatch the
+// reconciler repeats loses its claim.
+func TestKilledSubmitterLosesNoTask(t *testing.T) {
+	c := newCluster(t)
+	sub := c.service(t, "submitter", "submitter-1", "--node-id", "1")
+	timer := c.service(t, "timer", "timer-1", "--reconcile-grace", "1s", "--reconcile-interval", "500ms")
+	for _, svc := range []string{"dispatcher", "reaper"} {
+		c.service(t, svc, svc+"-1")
+	}
+	exec := c.service(t, "executor", "executor-1")
+
+	var (
+		wg       sync.WaitGroup
+		answered atomic.Int64
+	)
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			api := client.New(sub.addr)
+			for range 150 {
+				if _, err := api.Submit(context.Background(), contracts.SubmitRequest{Type: "ax.noop"}); err != nil {
+					return // the submitter is gone
+				}
+				answered.Add(1)
+			}
+		}()
+	}
+	testenv.Eventually(t, time.Minute, "some tasks submitted", func() bool { return c.count(t, "1=1") >= 300 })
+	sub.kill9(t)
+	wg.Wait()
+	committed := c.count(t, "1=1")
+	require.GreaterOrEqual(t, committed, int(answered.Load()), "every answered submission was committed")
+	require.Less(t, committed, 8*150, "the kill cut submissions short")
+
+	// A bound for a stuck run, not a speed target.
+	testenv.Eventually(t, 90*time.Second, "every committed task SUCCESS", func() bool {
+		return c.count(t, "status = 'SUCCESS'") == committed
+	})
+	runs := metric(t, exec.addr, "ax_executor_runs_total", `type="ax.noop"`)
+	require.Equal(t, float64(committed), runs, "one handler run per committed task")
+	tasks, anomalies := c.historyAnomalies(t)
+	require.Equal(t, committed, tasks, "tasks with a history")
+	require.Zero(t, anomalies, "tasks whose history is not exactly READY, RUNNING, SUCCESS")
+	t.Logf("submitter killed after %d answered submissions, %d committed; the reconciler re-drove %.0f",
+		answered.Load(), committed, metric(t, timer.addr, "ax_timer_reconciled_total"))
 }

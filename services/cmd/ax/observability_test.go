@@ -278,6 +278,8 @@ func TestMetricsFollowTheWork(t *testing.T) {
 			after.sum("ax_timer_loop_delay_seconds_count") > before.sum("ax_timer_loop_delay_seconds_count") &&
 			after.sum("ax_transfers_total", "to", "SUCCESS")-before.sum("ax_transfers_total", "to", "SUCCESS") >= 6 &&
 			after.sum("ax_transfers_total", "to", "FAILED")-before.sum("ax_transfers_total", "to", "FAILED") >= 1 &&
+			// Observed just after the outcome commit the API shows.
+			after.sum("ax_task_hop_seconds_count", "hop", "end_to_outcome")-before.sum("ax_task_hop_seconds_count", "hop", "end_to_outcome") >= 7 &&
 			// The reaper reads the registry once a second: its first pass
 			// may have come before the executor's first heartbeat.
 			after.sum("ax_cluster_executors", "state", "alive") == 1
@@ -290,6 +292,12 @@ func TestMetricsFollowTheWork(t *testing.T) {
 	require.Equal(t, 6.0, moved("ax_executor_run_seconds_count", "type", demo.TypeNoop))
 	require.Equal(t, 1.0, moved("ax_executor_runs_total", "type", demo.TypeFlaky, "outcome", "failed"), "task %s", failing)
 	require.Equal(t, 1.0, moved("ax_transfers_total", "to", "FAILED"))
+	// Seven runs; the six due at once say when they were committed and sent
+	// (the delayed one went through the timer, which says neither).
+	for hop, runs := range map[string]float64{"commit_to_send": 6, "send_to_stored": 6, "stored_to_fetch": 7,
+		"fetch_to_claim": 7, "claim_to_start": 7, "end_to_outcome": 7} {
+		require.Equal(t, runs, moved("ax_task_hop_seconds_count", "hop", hop), hop)
+	}
 	require.GreaterOrEqual(t, moved("ax_transfers_total", "to", "SUCCESS"), 6.0)
 	require.GreaterOrEqual(t, moved("ax_timer_due_total", "lane", "normal"), 1.0, "the delayed task went through the timer")
 	require.Zero(t, after.sum("ax_executor_active_workers", "type", demo.TypeNoop), "nothing runs any more")

@@ -14,15 +14,17 @@
 //     touched), so the timer's reconciler leaves it alone while it queues.
 //
 // The rule is the dispatcher's: the dispatcher service applies it to every
-// due command. Two other senders apply it directly, a shortcut called
-// direct dispatch: the relay, to tasks due the moment they became READY
+// due command. Three other senders apply it directly, a shortcut called
+// direct dispatch: the submitter, to the tasks due at once that single
+// submissions create, right after their commit (events.RouteDispatched);
+// the relay, to the other tasks due the moment they became READY
 // (events.RouteDispatch), whose dispatches it sends in the same batch as
 // their READY events; and the timer, to the delayed tasks and ended
 // backoffs its pop finds due. Each already holds a task it knows to be due
-// (its writer decided the route; the pop read the Redis clock), so passing
-// it through the dispatcher would only add a hop, a delivery and an
-// acknowledgement per task (and, from the timer, a stored TaskDue command).
-// Both call this package and keep no rule of their own; docs/architecture.md
+// (it committed it; its writer decided the route; the pop read the Redis
+// clock), so passing it through the dispatcher would only add a hop, a
+// delivery and an acknowledgement per task (and, from the timer, a stored
+// TaskDue command). All call this package and keep no rule of their own; docs/architecture.md
 // ("Who dispatches") gives the measured gain.
 //
 // A duplicate dispatch (a relay publishing again after a crash, a task the

@@ -178,6 +178,16 @@ var (
 		Name: "ax_relay_lag_seconds", Help: "Time from writing an event's row in MySQL to JetStream acknowledging its publish.",
 		Buckets: prometheus.ExponentialBuckets(0.001, 4, 10),
 	})
+	// TaskHopSeconds times, per attempt of a task due at once, the hops
+	// from its READY transfer to its handler and from its handler to its
+	// outcome (Hops names them), observed by the executor that ran it.
+	// Hops timed on two processes' clocks (or on MySQL's) read a clock
+	// ahead as 0, not as negative.
+	TaskHopSeconds = promauto.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "ax_task_hop_seconds",
+		Help:    "Per attempt, the time a task spent on each hop from its READY transfer to its handler, and from its handler to its outcome.",
+		Buckets: []float64{0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1, 2.5},
+	}, []string{"hop"})
 	// ExecutorQueueLength is the work waiting for this executor per type:
 	// messages on its own subjects not yet claimed (pending or held) plus
 	// those pending on the type's shared subjects, sampled from JetStream

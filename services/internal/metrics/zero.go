@@ -9,6 +9,16 @@ import (
 	"github.com/axsched/ax/contracts"
 )
 
+// The hops of ax_task_hop_seconds.
+const (
+	HopSend    = "commit_to_send"
+	HopStore   = "send_to_stored"
+	HopFetch   = "stored_to_fetch"
+	HopClaim   = "fetch_to_claim"
+	HopStart   = "claim_to_start"
+	HopOutcome = "end_to_outcome"
+)
+
 // Label values known in advance. A labelled series appears on /metrics
 // only once it is first touched, so without this a dashboard or an alert
 // (rate over a counter that jumps from absent to 1, "no failures" versus
@@ -20,6 +30,12 @@ var (
 	SkipReasons = []string{"undecodable", "not_found", "duplicate", "not_ready", "not_due", "paused"}
 	// ScheduleOutcomes are the values of ax_schedule_fires_total's outcome.
 	ScheduleOutcomes = []string{"fired", "overlapped", "missed", "lost", "refused"}
+	// Hops are the values of ax_task_hop_seconds's hop label, in a task's
+	// order: READY transfer written -> taken up by its sender (the relay's
+	// read, or the submitter's commit) -> dispatch stored by JetStream ->
+	// fetched by the executor -> claim committed -> handler started, and
+	// handler ended -> outcome committed.
+	Hops = []string{HopSend, HopStore, HopFetch, HopClaim, HopStart, HopOutcome}
 	// ExecutorStates are the values of ax_cluster_executors's state.
 	ExecutorStates = []string{"alive", "dead"}
 	// prunedStatuses are the states retention deletes.
@@ -46,6 +62,9 @@ func init() {
 	}
 	for _, o := range ScheduleOutcomes {
 		ScheduleFires.WithLabelValues(o)
+	}
+	for _, h := range Hops {
+		TaskHopSeconds.WithLabelValues(h)
 	}
 	for _, s := range ExecutorStates {
 		ClusterExecutors.WithLabelValues(s)

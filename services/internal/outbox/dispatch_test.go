@@ -81,6 +81,11 @@ func TestRelayDispatchesTasksDueAtOnceWithTheirEvents(t *testing.T) {
 	require.Len(t, msgs, 1, "only the task due at once of a running type")
 	var td events.TaskDispatched
 	require.NoError(t, events.Decode(msgs[0].Data(), &td))
+	// It says when its row was written and when the relay read it, for
+	// ax_task_hop_seconds.
+	require.Positive(t, td.CommittedNs, "the row's time")
+	require.Positive(t, td.SentNs, "the relay's read")
+	td.CommittedNs, td.SentNs = 0, 0
 	require.Equal(t, events.TaskDispatched{TaskID: 1, Type: "ax.noop", Attempt: 0, NextRunTimeMs: now, Load: true}, td,
 		"a lean dispatch: the executor's claim reads the row")
 	require.Equal(t, events.ExecSubject("ax.noop", contracts.PriorityHigh, events.SharedToken), msgs[0].Subject(),

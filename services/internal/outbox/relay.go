@@ -395,14 +395,26 @@ func (r *Relay) pass(ctx context.Context, outbox bool) (n int, held bool, err er
 func (r *Relay) publish(ctx context.Context, rows []store.OutboxRow) error {
 	var tasks []dispatch.Task
 	if d := r.cfg.Dispatch; d != nil {
-		var due []events.TaskRef
+		read := time.Now().UnixNano() // the rows were read just now
+		var (
+			due     []events.TaskRef
+			written map[int64]int64
+		)
 		for _, row := range rows {
 			if row.DueNow != nil {
 				due = append(due, *row.DueNow)
+				if written == nil {
+					written = make(map[int64]int64, len(rows))
+				}
+				written[row.DueNow.TaskID] = row.WrittenAt.UnixNano()
 			}
 		}
 		if len(due) > 0 {
 			tasks = d.Ready(ctx, due)
+		}
+		for i := range tasks {
+			t := &tasks[i].Dispatch
+			t.CommittedNs, t.SentNs = written[t.TaskID], read
 		}
 	}
 	msgs := make([]bus.Msg, 0, len(tasks)+len(rows))

@@ -316,6 +316,7 @@ func (g *HistoryGaps) advance(cursor int64, rows []historyEvent) (take []history
 				first = now
 			}
 			if now.Sub(first) < g.Grace {
+				g.notice(rows[i:], now)
 				return rows[:i], next, true, passed
 			}
 			passed = append(passed, passedGap{idRange{from, to}, now.Add(g.LateWindow)})
@@ -323,6 +324,23 @@ func (g *HistoryGaps) advance(cursor int64, rows []historyEvent) (take []history
 		next = h.id
 	}
 	return rows, next, false, passed
+}
+
+// notice starts the grace of every hole between rows not yet seen, the
+// rows behind a hole still in its grace: the holes of transactions that
+// rolled back together then lapse together, rather than each starting its
+// grace only once the cursor reaches it (N such holes in a row held the
+// rows behind them N graces). Only when a hole began is recorded; it is
+// passed, as ever, only once the cursor reaches it.
+func (g *HistoryGaps) notice(rows []historyEvent, now time.Time) {
+	step := max(g.step, 1)
+	for i := 1; i < len(rows); i++ {
+		if from := rows[i-1].id + step; rows[i].id > from {
+			if _, seen := g.pending[from]; !seen {
+				g.pending[from] = now
+			}
+		}
+	}
 }
 
 // commit applies a pass whose events were acknowledged: late rows leave

@@ -40,6 +40,8 @@ func TestHistoryGapsAdvance(t *testing.T) {
 		{name: "nothing new", cursor: 10, take: []int64{}, next: 10},
 		{name: "young hole holds the rest", cursor: 10, rows: ev(11, 13, 14), take: []int64{11}, next: 11, held: true,
 			pendings: []int64{12}},
+		{name: "the holes behind a young hole start their grace", cursor: 10, rows: ev(11, 13, 15, 16, 18), take: []int64{11}, next: 11,
+			held: true, pendings: []int64{12, 14, 17}},
 		{name: "hole at the cursor holds everything", cursor: 10, rows: ev(12), take: []int64{}, next: 10, held: true,
 			pendings: []int64{11}},
 		{name: "old hole is passed and watched", cursor: 10, rows: ev(11, 15), seenAgo: map[int64]time.Duration{12: time.Second},
@@ -103,6 +105,27 @@ func TestHistoryGapsGraceRunsFromFirstSight(t *testing.T) {
 	require.Zero(t, g.Watched(), "watched only once the pass is published")
 	g.commit(gapPlan{next: next, passed: passed})
 	require.Equal(t, 1, g.Watched())
+}
+
+// Holes that appeared together (transactions rolled back together) lapse
+// together: one grace holds the rows behind all of them, not one grace
+// per hole as the cursor reaches each.
+func TestHistoryGapsTogetherLapseTogether(t *testing.T) {
+	now := time.Unix(1000, 0)
+	g := NewHistoryGaps(100*time.Millisecond, time.Minute)
+	g.now = func() time.Time { return now }
+	rows := []historyEvent{{id: 1}, {id: 3}, {id: 5}, {id: 7}}
+	take, next, held, _ := g.advance(0, rows)
+	require.True(t, held)
+	require.Len(t, take, 1)
+	g.commit(gapPlan{next: next})
+	now = now.Add(100 * time.Millisecond)
+	take, next, held, passed := g.advance(next, rows[1:])
+	require.False(t, held)
+	require.Len(t, take, 3, "every hole passed in the same pass")
+	require.EqualValues(t, 7, next)
+	require.Equal(t, []passedGap{{idRange{2, 2}, now.Add(time.Minute)}, {idRange{4, 4}, now.Add(time.Minute)},
+		{idRange{6, 6}, now.Add(time.Minute)}}, passed)
 }
 
 // The watched holes survive the round trip through event_relay.watched,
