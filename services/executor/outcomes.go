@@ -28,10 +28,16 @@ func (e *Executor) recordOutcome(r *run, steps []store.TransferParams) error {
 	return <-o.done
 }
 
-// writeOutcomes records outcomes until the channel closes. Whatever queued
-// up while the previous transaction committed goes into the next one, so
-// under load a commit carries hundreds of outcomes and when idle an outcome
-// waits for nothing. Leases are released after the commit, in one pipeline.
+// writeOutcomes records outcomes until the channel closes; the executor
+// runs Config.OutcomeWriters of them on one channel. Whatever queued up
+// while the writers were committing goes into the next free writer's
+// transaction, so under load a commit carries hundreds of outcomes and
+// when idle an outcome waits for nothing. With one writer a final transfer
+// that releases children and moves a workflow holds the outcomes behind
+// it until it commits; with more, transactions of different writers lock
+// disjoint runs' rows, where they meet (a child or a workflow two parents
+// share) InnoDB serialises them, and a deadlock is retried (TransferBatch).
+// Leases are released after the commit, in one pipeline.
 func (e *Executor) writeOutcomes(in <-chan outcome) {
 	for o := range in {
 		batch := []outcome{o}

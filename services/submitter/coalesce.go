@@ -66,28 +66,46 @@ func (s *Submitter) createOne(ctx context.Context, nt store.NewTask) (*store.Tas
 
 var errIDCollisions = fmt.Errorf("three task ID collisions in a row: check that submitters have distinct node IDs")
 
-// coalesce serves create until ctx ends.
+// coalesce serves create and createWorkflow until ctx ends, each with a
+// loop of its own: a group of tasks and a group of workflows commit side
+// by side.
 func (s *Submitter) coalesce(ctx context.Context) {
 	s.coalescing.Store(true)
 	defer close(s.stopped)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		serveGroups(ctx, s.workflows, maxCoalesceSteps, func(r *workflowReq) int { return len(r.nw.Steps) }, s.commitWorkflows)
+	}()
+	serveGroups(ctx, s.creates, maxCoalesce, func(*createReq) int { return 1 }, s.commitGroup)
+	<-done
+}
+
+// serveGroups takes requests from in until ctx ends and hands commit
+// whatever queued up while the previous group committed: the first
+// request and the ones after it, until their weights reach limit or
+// nothing more waits.
+func serveGroups[T any](ctx context.Context, in <-chan T, limit int, weight func(T) int, commit func([]T)) {
 	for {
-		var batch []*createReq
+		var batch []T
 		select {
-		case r := <-s.creates:
+		case r := <-in:
 			batch = append(batch, r)
 		case <-ctx.Done():
 			return
 		}
+		w := weight(batch[0])
 	more:
-		for len(batch) < maxCoalesce {
+		for w < limit {
 			select {
-			case r := <-s.creates:
+			case r := <-in:
 				batch = append(batch, r)
+				w += weight(r)
 			default:
 				break more
 			}
 		}
-		s.commitGroup(batch)
+		commit(batch)
 	}
 }
 
@@ -95,28 +113,20 @@ func (s *Submitter) coalesce(ctx context.Context) {
 func (s *Submitter) commitGroup(batch []*createReq) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	var (
-		res  []store.BatchResult
-		err  error
-		mine []bool
-	)
-	for range 3 {
+	var mine []bool
+	res, err := commitRetrying(func() ([]store.BatchResult, error) {
 		nts := make([]store.NewTask, len(batch))
 		for i, r := range batch {
 			nts[i] = r.nt
 			nts[i].ID = s.ids.Next()
 		}
 		mine = s.routeDirect(nts)
-		res, err = s.store.CreateTasks(ctx, nts)
-		if !errors.Is(err, store.ErrIDTaken) && !store.IsDeadlock(err) {
-			break
-		}
-	}
+		return s.store.CreateTasks(ctx, nts)
+	})
 	if errors.Is(err, store.ErrIDTaken) {
 		err = errIDCollisions
 	}
 	if err == nil {
-		metrics.SubmitCommits.Inc()
 		// Queued before the callers hear back: the executor is the one
 		// waiting.
 		s.dispatchCommitted(ctx, mine, res, time.Now())
@@ -129,4 +139,24 @@ func (s *Submitter) commitGroup(batch []*createReq) {
 		}
 		close(r.done)
 	}
+}
+
+// commitRetrying runs commit, which gives its rows fresh IDs each time,
+// until it neither collides on an ID nor deadlocks, at most batchAttempts
+// times, and counts the transaction that committed.
+func commitRetrying[R any](commit func() (R, error)) (R, error) {
+	var (
+		res R
+		err error
+	)
+	for range batchAttempts {
+		res, err = commit()
+		if !errors.Is(err, store.ErrIDTaken) && !store.IsDeadlock(err) {
+			break
+		}
+	}
+	if err == nil {
+		metrics.SubmitCommits.Inc()
+	}
+	return res, err
 }

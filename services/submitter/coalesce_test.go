@@ -25,11 +25,7 @@ import (
 // its history row and event, or the one task of its key.
 func TestConcurrentSubmissionsShareTransactionsCorrectly(t *testing.T) {
 	f := newFixture(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- f.sub.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
-	testenv.Eventually(t, 5*time.Second, "Run coalescing", f.sub.Coalescing)
+	f.runCoalescing(t)
 	commitsBefore := testutil.ToFloat64(metrics.SubmitCommits)
 
 	const n = 200
@@ -80,4 +76,15 @@ func TestConcurrentSubmissionsShareTransactionsCorrectly(t *testing.T) {
 	require.Len(t, byKey, 5)
 	// MySQL holds one task, one history row and one event per answer.
 	require.Equal(t, [3]int{n - n/4 + 5, n - n/4 + 5, n - n/4 + 5}, f.rowCounts(t))
+}
+
+// runCoalescing runs the submitter's Run until the test ends and waits
+// until submissions share transactions.
+func (f *fixture) runCoalescing(t *testing.T) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- f.sub.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	testenv.Eventually(t, 5*time.Second, "Run coalescing", f.sub.Coalescing)
 }

@@ -67,8 +67,10 @@ type Submitter struct {
 	clock  clock.Clock
 	logger *slog.Logger
 
-	// Single submissions share transactions while Run runs (coalesce.go).
+	// Single submissions and workflow creations share transactions while
+	// Run runs (coalesce.go, workflowcoalesce.go).
 	creates    chan *createReq
+	workflows  chan *workflowReq
 	stopped    chan struct{}
 	coalescing atomic.Bool
 	// direct, when set, dispatches what the coalesced submissions create
@@ -94,7 +96,7 @@ func New(cfg Config, st *store.Store, ids *idgen.Generator, clk clock.Clock, log
 	}
 	// A changed type default reaches new submissions within a second.
 	return &Submitter{types: store.NewTypeCache(st, time.Second, cfg.TypeCacheClock), cfg: cfg, store: st, ids: ids, clock: clk, logger: logger.With("service", "submitter"),
-		creates: make(chan *createReq), stopped: make(chan struct{})}
+		creates: make(chan *createReq), workflows: make(chan *workflowReq), stopped: make(chan struct{})}
 }
 
 // Routes mounts the API on mux.

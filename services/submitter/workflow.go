@@ -31,7 +31,8 @@ func (s *Submitter) workflowRoutes(mux *http.ServeMux) {
 
 // handleWorkflowCreate validates a whole workflow (every step as POST
 // /v1/tasks would, the keys, the conditions and the graph) before writing
-// anything, then creates it in one transaction.
+// anything, then creates it in one transaction (shared with the workflows
+// created meanwhile: createWorkflow).
 func (s *Submitter) handleWorkflowCreate(w http.ResponseWriter, r *http.Request) {
 	if r.ContentLength > workflowBodyLimit {
 		writeProblem(w, http.StatusRequestEntityTooLarge, contracts.CodePayloadTooLarge,
@@ -48,18 +49,7 @@ func (s *Submitter) handleWorkflowCreate(w http.ResponseWriter, r *http.Request)
 		writeProblem(w, p.Status, p.Code, p.Detail)
 		return
 	}
-	var (
-		wf    *store.Workflow
-		dedup bool
-		err   error
-	)
-	for range batchAttempts {
-		s.assignWorkflowIDs(nw, deps)
-		wf, dedup, err = s.store.CreateWorkflow(r.Context(), *nw)
-		if !errors.Is(err, store.ErrIDTaken) && !store.IsDeadlock(err) {
-			break
-		}
-	}
+	res, err := s.createWorkflow(r.Context(), nw, deps)
 	var taken *store.StepTakenError
 	switch {
 	case errors.As(err, &taken):
@@ -69,9 +59,9 @@ func (s *Submitter) handleWorkflowCreate(w http.ResponseWriter, r *http.Request)
 		s.internal(w, "create workflow", err)
 		return
 	}
-	out := wf.API()
+	out := res.Workflow.API()
 	status := http.StatusCreated
-	if dedup {
+	if res.Deduplicated {
 		out.Deduplicated, status = true, http.StatusOK
 	}
 	writeJSON(w, status, out)

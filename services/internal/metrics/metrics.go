@@ -15,10 +15,10 @@ var (
 		Name: "ax_tasks_submitted_total", Help: "Tasks accepted by the submitter.",
 	}, []string{"type", "deduplicated"})
 	// SubmitCommits counts the submitter's transactions of single
-	// submissions: concurrent submissions share one (group commit), so
-	// under load it grows much more slowly than the submissions do.
+	// submissions and of workflow creations: concurrent ones share one
+	// (group commit), so under load it grows much more slowly than they do.
 	SubmitCommits = promauto.NewCounter(prometheus.CounterOpts{
-		Name: "ax_submitter_commits_total", Help: "Transactions that committed single submissions (several share one under load).",
+		Name: "ax_submitter_commits_total", Help: "Transactions that committed single submissions or workflow creations (several share one under load).",
 	})
 	// Transfers counts committed state transfers by target state.
 	Transfers = promauto.NewCounterVec(prometheus.CounterOpts{

@@ -68,22 +68,32 @@ func (s *Store) CreateTasks(ctx context.Context, nts []NewTask) ([]BatchResult, 
 // createTasksTx is CreateTasks inside the caller's transaction: rows,
 // history rows, and the dependencies of tasks with parents (linkParents).
 func (s *Store) createTasksTx(ctx context.Context, tx *sql.Tx, nts []NewTask) ([]BatchResult, error) {
-	at := s.now().UTC()
-	created, err := insertTaskRows(ctx, tx, nts, at)
+	out, created, err := s.insertTasksTx(ctx, tx, nts)
 	if err != nil {
-		return nil, err
-	}
-	out, err := batchResults(ctx, tx, nts, created, at)
-	if err != nil {
-		return nil, err
-	}
-	if _, err = recordMany(ctx, tx, s.creationRecords(nts, created, at)); err != nil {
 		return nil, err
 	}
 	if err := s.linkParents(ctx, tx, nts, created); err != nil {
 		return nil, err
 	}
 	return out, nil
+}
+
+// insertTasksTx writes the rows and history rows of createTasksTx, and
+// returns the set of IDs it created besides the results.
+func (s *Store) insertTasksTx(ctx context.Context, tx *sql.Tx, nts []NewTask) ([]BatchResult, map[int64]bool, error) {
+	at := s.now().UTC()
+	created, err := insertTaskRows(ctx, tx, nts, at)
+	if err != nil {
+		return nil, nil, err
+	}
+	out, err := batchResults(ctx, tx, nts, created, at)
+	if err != nil {
+		return nil, nil, err
+	}
+	if _, err = recordMany(ctx, tx, s.creationRecords(nts, created, at)); err != nil {
+		return nil, nil, err
+	}
+	return out, created, nil
 }
 
 // countCreated counts the created tasks of a call in the metrics and wakes

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -85,14 +86,26 @@ func (s *Store) linkParents(ctx context.Context, tx *sql.Tx, nts []NewTask, crea
 	if len(edges) == 0 {
 		return nil
 	}
+	// A parent created by this call as a dag task (a workflow's step) is
+	// new and uncommitted: nobody else can see it, let alone end it, and
+	// it is marked already, so it needs neither lock nor mark.
+	known := map[int64]contracts.Status{}
+	for _, nt := range nts {
+		if parents[nt.ID] && created[nt.ID] && nt.DAG {
+			known[nt.ID] = nt.Status
+		}
+	}
 	ids := make([]int64, 0, len(parents))
 	for id := range parents {
-		ids = append(ids, id)
+		if _, ok := known[id]; !ok {
+			ids = append(ids, id)
+		}
 	}
 	status, err := lockStatuses(ctx, tx, ids)
 	if err != nil {
 		return err
 	}
+	maps.Copy(status, known)
 	var missing []int64
 	for _, id := range ids {
 		if _, ok := status[id]; !ok {
@@ -172,7 +185,8 @@ func (s *Store) afterFinal(ctx context.Context, tx *sql.Tx, finals map[int64]con
 			children = append(children, p[1])
 			withChildren[p[0]] = true
 		}
-		if _, err := lockStatuses(ctx, tx, children); err != nil {
+		rows, err := lockRows(ctx, tx, children, false)
+		if err != nil {
 			return err
 		}
 		byStatus := map[contracts.Status][]int64{}
@@ -186,7 +200,7 @@ func (s *Store) afterFinal(ctx context.Context, tx *sql.Tx, finals map[int64]con
 				return fmt.Errorf("record the end of %d parent(s): %w", len(parents), err)
 			}
 		}
-		if err := s.settleChildren(ctx, tx, children); err != nil {
+		if err := s.settleLocked(ctx, tx, children, rows); err != nil {
 			return err
 		}
 	}
@@ -208,12 +222,20 @@ func (s *Store) settleChildren(ctx context.Context, tx *sql.Tx, ids []int64) err
 	if len(ids) == 0 {
 		return nil
 	}
-	slices.Sort(ids)
-	ids = slices.Compact(ids)
-	status, err := lockStatuses(ctx, tx, ids)
+	rows, err := lockRows(ctx, tx, ids, false)
 	if err != nil {
 		return err
 	}
+	return s.settleLocked(ctx, tx, ids, rows)
+}
+
+// settleLocked is settleChildren on rows the caller locked (lockRows):
+// the final transfer of a parent locks its children once, and their
+// settlement reads their states and due times from that lock.
+func (s *Store) settleLocked(ctx context.Context, tx *sql.Tx, ids []int64, rows map[int64]rowState) error {
+	ids = slices.Clone(ids)
+	slices.Sort(ids)
+	ids = slices.Compact(ids)
 	edges, err := childEdges(ctx, tx, ids)
 	if err != nil {
 		return err
@@ -223,7 +245,7 @@ func (s *Store) settleChildren(ctx context.Context, tx *sql.Tx, ids []int64) err
 	var tids []int64
 	culprits := map[int]int64{} // chain -> the parent that cancels it
 	for _, id := range ids {
-		if status[id] != contracts.StatusSuspend {
+		if rows[id].status != contracts.StatusSuspend {
 			continue
 		}
 		p, culprit, ok := decide(id, edges[id], now)
@@ -242,11 +264,9 @@ func (s *Store) settleChildren(ctx context.Context, tx *sql.Tx, ids []int64) err
 	if err := nameCulprits(ctx, tx, chains, culprits); err != nil {
 		return err
 	}
-	if err := s.fillDue(ctx, tx, chains, now); err != nil {
-		return err
-	}
+	fillDue(chains, rows, now)
 	out := make([]ChainResult, len(chains))
-	if err := s.transferBatchTx(ctx, tx, chains, tids, out); err != nil {
+	if err := s.transferLockedTx(ctx, tx, chains, rows, out); err != nil {
 		return err
 	}
 	for _, r := range out {
@@ -356,46 +376,20 @@ func conditionText(c contracts.Condition) string {
 }
 
 // fillDue gives every release its due time: the child's own (a step with
-// a delay) or now, dispatched at once when it is due.
-func (s *Store) fillDue(ctx context.Context, tx *sql.Tx, chains [][]TransferParams, nowMs int64) error {
-	var ids []int64
-	for _, c := range chains {
-		if c[0].To == contracts.StatusReady {
-			ids = append(ids, c[0].TaskID)
-		}
-	}
-	if len(ids) == 0 {
-		return nil
-	}
-	due := make(map[int64]int64, len(ids))
-	rows, err := tx.QueryContext(ctx, `SELECT id, next_run_time FROM tasks WHERE id IN (`+marks(len(ids))+`)`, int64Args(ids)...)
-	if err != nil {
-		return fmt.Errorf("read due times: %w", err)
-	}
-	for rows.Next() {
-		var id, next int64
-		if err := rows.Scan(&id, &next); err != nil {
-			rows.Close()
-			return fmt.Errorf("read due times: %w", err)
-		}
-		due[id] = next
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("read due times: %w", err)
-	}
+// a delay), read from its locked row, or now, dispatched at once when it
+// is due.
+func fillDue(chains [][]TransferParams, rows map[int64]rowState, nowMs int64) {
 	for _, c := range chains {
 		p := &c[0]
 		if p.To != contracts.StatusReady {
 			continue
 		}
-		next := max(due[p.TaskID], nowMs)
+		next := max(rows[p.TaskID].next, nowMs)
 		p.NextRunTimeMs = &next
 		if next <= nowMs {
 			p.Route = events.RouteDispatch
 		}
 	}
-	return nil
 }
 
 // childEdges reads the dependencies of children with a plain read (see

@@ -256,10 +256,16 @@ func (s *Store) transferBatchTx(ctx context.Context, tx *sql.Tx, chains [][]Tran
 	if err != nil {
 		return err
 	}
+	return s.transferLockedTx(ctx, tx, chains, rows, out)
+}
+
+// transferLockedTx is transferBatchTx on rows the caller locked already
+// (lockRows, with RunFields when a chain claims); it updates rows to what
+// the batch leaves behind.
+func (s *Store) transferLockedTx(ctx context.Context, tx *sql.Tx, chains [][]TransferParams, rows map[int64]rowState, out []ChainResult) error {
 	at := s.now().UTC()
-	// ids has a step each, so plan never grows; scratch and mine are
-	// reused by every chain.
-	plan := make([]plannedStep, 0, len(ids))
+	// scratch and mine are reused by every chain.
+	plan := make([]plannedStep, 0, len(chains))
 	scratch := map[int64]rowState{}
 	var mine []plannedStep
 	for i, steps := range chains {

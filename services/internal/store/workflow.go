@@ -105,78 +105,206 @@ func (w *Workflow) API() contracts.Workflow {
 	return out
 }
 
+// WorkflowResult is what CreateWorkflows did with one NewWorkflow: the
+// workflow created, or the existing one with the same name and biz_key
+// (Deduplicated, nothing written for it).
+type WorkflowResult struct {
+	Workflow     *Workflow
+	Deduplicated bool
+}
+
 // CreateWorkflow creates the workflow, its step tasks, their dependencies
 // and their compensations in one transaction. A workflow with the same
 // name and biz_key returns the existing one and dedup=true, nothing
 // written. A step whose (type, biz_key) is taken fails the whole call with
 // a *StepTakenError; an ID collision with ErrIDTaken (retry with new IDs).
 func (s *Store) CreateWorkflow(ctx context.Context, nw NewWorkflow) (*Workflow, bool, error) {
-	tasks := make([]NewTask, 0, 2*len(nw.Steps))
-	for _, st := range nw.Steps {
-		st.Task.DAG = true
-		tasks = append(tasks, st.Task)
-	}
-	for _, st := range nw.Steps {
-		if st.Compensation != nil {
-			c := *st.Compensation
-			c.DAG, c.Status = true, contracts.StatusSuspend
-			tasks = append(tasks, c)
-		}
-	}
-	if err := checkNewTasks(tasks); err != nil {
+	out, err := s.CreateWorkflows(ctx, []NewWorkflow{nw})
+	if err != nil {
 		return nil, false, err
 	}
-	errDup := errors.New("duplicate workflow")
+	return out[0].Workflow, out[0].Deduplicated, nil
+}
+
+// CreateWorkflows creates many workflows in one transaction, as
+// CreateWorkflow creates one: a commit and a handful of statements for
+// all of them instead of for each. The results follow the input order. A
+// workflow with the name and biz_key of an existing one, or of an earlier
+// one in nws, is deduplicated against it. A step whose (type, biz_key) is
+// taken fails the whole call with a *StepTakenError, an ID collision with
+// ErrIDTaken; nothing is written then, and the caller retries (each
+// workflow alone, for a step taken, so that only its own fails).
+func (s *Store) CreateWorkflows(ctx context.Context, nws []NewWorkflow) ([]WorkflowResult, error) {
+	if len(nws) == 0 {
+		return nil, nil
+	}
+	if err := checkNewTasks(workflowTasks(nws, nil)); err != nil {
+		return nil, err
+	}
 	// The columns keep milliseconds; the answer says what a read would.
 	at := s.now().UTC().Truncate(time.Millisecond)
-	var out []BatchResult
+	var (
+		created map[int64]bool
+		out     []BatchResult
+	)
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
-		var bizKey any
-		if nw.BizKey != nil {
-			bizKey = []byte(*nw.BizKey)
-		}
-		_, err := tx.ExecContext(ctx, `INSERT INTO workflows (id, name, biz_key, status, open_steps, created_at, updated_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?)`, nw.ID, nw.Name, bizKey, string(contracts.WorkflowRunning), len(nw.Steps), at, at)
-		if isDuplicateKey(err) {
-			if nw.BizKey == nil {
-				// Only the primary key can refuse a workflow without a key.
-				return fmt.Errorf("workflow %d: %w", nw.ID, ErrIDTaken)
-			}
-			return errDup
-		}
-		if err != nil {
-			return fmt.Errorf("insert workflow: %w", err)
-		}
-		if out, err = s.createTasksTx(ctx, tx, tasks); err != nil {
+		var err error
+		if created, err = insertWorkflowRows(ctx, tx, nws, at); err != nil {
 			return err
 		}
-		rows := make([][]any, len(nw.Steps))
+		tasks := workflowTasks(nws, created)
+		if len(tasks) == 0 {
+			return nil // every one deduplicated
+		}
+		var createdTasks map[int64]bool
+		if out, createdTasks, err = s.insertTasksTx(ctx, tx, tasks); err != nil {
+			return err
+		}
+		// Before the edges: a step deduplicated against an existing task
+		// would leave its children an edge to a task never created.
+		if err := insertWorkflowSteps(ctx, tx, nws, created, out); err != nil {
+			return err
+		}
+		return s.linkParents(ctx, tx, tasks, createdTasks)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("create %d workflow(s): %w", len(nws), err)
+	}
+	s.countCreated(out)
+	res := make([]WorkflowResult, len(nws))
+	k := 0 // the first result of the next created workflow's tasks
+	for i, nw := range nws {
+		if created[nw.ID] {
+			res[i].Workflow = createdWorkflow(nw, out[k:], at)
+			k += workflowTaskCount(nw)
+			continue
+		}
+		w, err := s.workflowByBizKey(ctx, nw.Name, *nw.BizKey)
+		if err != nil {
+			return nil, err
+		}
+		res[i] = WorkflowResult{Workflow: w, Deduplicated: true}
+	}
+	return res, nil
+}
+
+// workflowTasks lists the tasks of the workflows in created (all of them
+// when created is nil): of each, its steps, then its compensations.
+func workflowTasks(nws []NewWorkflow, created map[int64]bool) []NewTask {
+	var tasks []NewTask
+	for _, nw := range nws {
+		if created != nil && !created[nw.ID] {
+			continue
+		}
+		for _, st := range nw.Steps {
+			st.Task.DAG = true
+			tasks = append(tasks, st.Task)
+		}
+		for _, st := range nw.Steps {
+			if st.Compensation != nil {
+				c := *st.Compensation
+				c.DAG, c.Status = true, contracts.StatusSuspend
+				tasks = append(tasks, c)
+			}
+		}
+	}
+	return tasks
+}
+
+func workflowTaskCount(nw NewWorkflow) int {
+	n := len(nw.Steps)
+	for _, st := range nw.Steps {
+		if st.Compensation != nil {
+			n++
+		}
+	}
+	return n
+}
+
+// insertWorkflowRows inserts the workflows' rows and returns the IDs it
+// inserted: a row whose name and biz_key exist already is left out, as
+// insertTaskRows leaves out a task whose type and biz_key do, and a
+// primary key collision fails with ErrIDTaken.
+func insertWorkflowRows(ctx context.Context, tx *sql.Tx, nws []NewWorkflow, at time.Time) (map[int64]bool, error) {
+	rows := make([][]any, len(nws))
+	keyed := false
+	for i, nw := range nws {
+		var bizKey any
+		if nw.BizKey != nil {
+			bizKey, keyed = []byte(*nw.BizKey), true
+		}
+		rows[i] = []any{nw.ID, nw.Name, bizKey, string(contracts.WorkflowRunning), len(nw.Steps), at, at}
+	}
+	err := insertRows(ctx, tx, `INSERT INTO workflows (id, name, biz_key, status, open_steps, created_at, updated_at) VALUES `,
+		` ON DUPLICATE KEY UPDATE id = IF(id = VALUES(id), NULL, id)`, rows)
+	if isNullID(err) {
+		return nil, fmt.Errorf("insert workflows: %w", ErrIDTaken)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("insert workflows: %w", err)
+	}
+	ids := make([]int64, len(nws))
+	for i, nw := range nws {
+		ids[i] = nw.ID
+	}
+	if !keyed {
+		// Without a biz_key only the primary key can refuse a row, and a
+		// collision there failed the insert.
+		found := make(map[int64]bool, len(ids))
+		for _, id := range ids {
+			found[id] = true
+		}
+		return found, nil
+	}
+	found := make(map[int64]bool, len(ids))
+	for chunk := range slices.Chunk(ids, batchChunkRows) {
+		rows, err := tx.QueryContext(ctx, `SELECT id FROM workflows WHERE id IN (`+marks(len(chunk))+`)`, int64Args(chunk)...)
+		if err != nil {
+			return nil, fmt.Errorf("find inserted workflows: %w", err)
+		}
+		got, err := scanIDs(rows)
+		if err != nil {
+			return nil, fmt.Errorf("find inserted workflows: %w", err)
+		}
+		for _, id := range got {
+			found[id] = true
+		}
+	}
+	return found, nil
+}
+
+// insertWorkflowSteps links the created workflows to their tasks, whose
+// results (out, in workflowTasks order) must all be new: a step or a
+// compensation deduplicated against an existing task fails the call.
+func insertWorkflowSteps(ctx context.Context, tx *sql.Tx, nws []NewWorkflow, created map[int64]bool, out []BatchResult) error {
+	var rows [][]any
+	k := 0
+	for _, nw := range nws {
+		if !created[nw.ID] {
+			continue
+		}
 		for i, st := range nw.Steps {
-			if out[i].Deduplicated {
-				return &StepTakenError{Key: st.Key, TaskID: out[i].Task.ID}
+			if out[k+i].Deduplicated {
+				return &StepTakenError{Key: st.Key, TaskID: out[k+i].Task.ID}
 			}
 			var comp any
 			if st.Compensation != nil {
 				comp = st.Compensation.ID
 			}
-			rows[i] = []any{nw.ID, st.Key, i, st.Task.ID, comp}
+			rows = append(rows, []any{nw.ID, st.Key, i, st.Task.ID, comp})
 		}
-		for _, r := range out[len(nw.Steps):] {
+		n := workflowTaskCount(nw)
+		for _, r := range out[k+len(nw.Steps) : k+n] {
 			if r.Deduplicated {
 				return &StepTakenError{Key: "compensation", TaskID: r.Task.ID}
 			}
 		}
-		return insertRows(ctx, tx, `INSERT INTO workflow_steps (workflow_id, step_key, position, task_id, compensation_task_id) VALUES `, "", rows)
-	})
-	if errors.Is(err, errDup) {
-		w, err := s.workflowByBizKey(ctx, nw.Name, *nw.BizKey)
-		return w, true, err
+		k += n
 	}
-	if err != nil {
-		return nil, false, fmt.Errorf("create workflow %q: %w", nw.Name, err)
+	if len(rows) == 0 {
+		return nil
 	}
-	s.countCreated(out)
-	return createdWorkflow(nw, out, at), false, nil
+	return insertRows(ctx, tx, `INSERT INTO workflow_steps (workflow_id, step_key, position, task_id, compensation_task_id) VALUES `, "", rows)
 }
 
 // createdWorkflow is what GetWorkflow would answer for the workflow just
@@ -361,8 +489,17 @@ func (s *Store) mustTransfer(ctx context.Context, tx *sql.Tx, chains [][]Transfe
 	if len(chains) == 0 {
 		return nil
 	}
+	rows, err := lockRows(ctx, tx, ids, false)
+	if err != nil {
+		return err
+	}
+	return s.mustTransferLocked(ctx, tx, chains, rows)
+}
+
+// mustTransferLocked is mustTransfer on rows the caller locked (lockRows).
+func (s *Store) mustTransferLocked(ctx context.Context, tx *sql.Tx, chains [][]TransferParams, rows map[int64]rowState) error {
 	out := make([]ChainResult, len(chains))
-	if err := s.transferBatchTx(ctx, tx, chains, ids, out); err != nil {
+	if err := s.transferLockedTx(ctx, tx, chains, rows, out); err != nil {
 		return err
 	}
 	for _, r := range out {

@@ -38,30 +38,29 @@ type stepEvent struct {
 // are steps or compensations) that they ended with finals.
 func (s *Store) workflowsAfterFinal(ctx context.Context, tx *sql.Tx, ids []int64, finals map[int64]contracts.Status) error {
 	byWF := map[int64][]stepEvent{}
-	for _, q := range []struct {
-		col     string
-		compFor bool
-	}{{"task_id", false}, {"compensation_task_id", true}} {
-		for chunk := range slices.Chunk(ids, batchChunkRows) {
-			rows, err := tx.QueryContext(ctx, `SELECT workflow_id, `+q.col+`, step_key, final_status IS NULL FROM workflow_steps WHERE `+q.col+
-				` IN (`+marks(len(chunk))+`)`, int64Args(chunk)...)
-			if err != nil {
+	// Steps and compensations in one round trip: the outcome transaction
+	// this runs in holds every outcome behind it in its writer.
+	for chunk := range slices.Chunk(ids, batchChunkRows) {
+		in := `(` + marks(len(chunk)) + `)`
+		args := append(int64Args(chunk), int64Args(chunk)...)
+		rows, err := tx.QueryContext(ctx, `SELECT workflow_id, task_id, step_key, final_status IS NULL, 0 FROM workflow_steps WHERE task_id IN `+in+`
+			UNION ALL SELECT workflow_id, compensation_task_id, step_key, final_status IS NULL, 1 FROM workflow_steps WHERE compensation_task_id IN `+in, args...)
+		if err != nil {
+			return fmt.Errorf("find workflows: %w", err)
+		}
+		for rows.Next() {
+			var wf int64
+			var e stepEvent
+			if err := rows.Scan(&wf, &e.taskID, &e.key, &e.open, &e.compFor); err != nil {
+				rows.Close()
 				return fmt.Errorf("find workflows: %w", err)
 			}
-			for rows.Next() {
-				var wf int64
-				var e stepEvent
-				if err := rows.Scan(&wf, &e.taskID, &e.key, &e.open); err != nil {
-					rows.Close()
-					return fmt.Errorf("find workflows: %w", err)
-				}
-				e.status, e.compFor = finals[e.taskID], q.compFor
-				byWF[wf] = append(byWF[wf], e)
-			}
-			rows.Close()
-			if err := rows.Err(); err != nil {
-				return fmt.Errorf("find workflows: %w", err)
-			}
+			e.status = finals[e.taskID]
+			byWF[wf] = append(byWF[wf], e)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return fmt.Errorf("find workflows: %w", err)
 		}
 	}
 	if err := recordStepEnds(ctx, tx, byWF); err != nil {
@@ -281,10 +280,12 @@ func (s *Store) releaseNow(ctx context.Context, tx *sql.Tx, ids []int64, reason 
 		chains[i] = []TransferParams{{TaskID: id, From: contracts.StatusSuspend, To: contracts.StatusReady,
 			Reason: reason, Actor: "workflow"}}
 	}
-	if err := s.fillDue(ctx, tx, chains, now); err != nil {
+	rows, err := lockRows(ctx, tx, ids, false)
+	if err != nil {
 		return err
 	}
-	return s.mustTransfer(ctx, tx, chains, ids)
+	fillDue(chains, rows, now)
+	return s.mustTransferLocked(ctx, tx, chains, rows)
 }
 
 // cancelUnneeded cancels the compensations of workflows wfs still
