@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"runtime/debug"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -37,6 +38,8 @@ type run struct {
 	leaseOut   atomic.Bool
 	// report holds the handler's result and paces its progress writes.
 	report *report
+	// ran is how long the handler took.
+	ran time.Duration
 }
 
 // take claims the task of h and starts it; it releases the slot it was
@@ -159,9 +162,16 @@ func (e *Executor) resizeLeases(ctx context.Context, runs []*run) {
 // must not start a task re-scheduled since; its newer dispatch will).
 func (e *Executor) claimParams(d *events.TaskDispatched) store.TransferParams {
 	attempt := d.Attempt
+	reason := "claimed by " + e.cfg.Node
+	switch {
+	case d.FallbackFrom != "":
+		reason += " (version " + e.version() + "; fell back from " + d.FallbackFrom + ", which had no live executor past the grace)"
+	case e.cfg.VersionLabel != "":
+		reason += " (version " + e.version() + ")"
+	}
 	p := store.TransferParams{
 		TaskID: d.TaskID, From: contracts.StatusReady, To: contracts.StatusRunning,
-		Reason: "claimed by " + e.cfg.Node, Attempt: &attempt, Claim: true, Executor: e.cfg.Node,
+		Reason: reason, Attempt: &attempt, Claim: true, Executor: e.cfg.Node, ExecVersion: e.version(),
 	}
 	if d.NextRunTimeMs > 0 {
 		due := d.NextRunTimeMs
@@ -424,7 +434,8 @@ func (e *Executor) execute(p *pool, r *run) {
 	defer tcancel()
 	start := time.Now()
 	err := e.callHandler(tctx, p.spec.Handler, r)
-	metrics.ExecutorRunSeconds.WithLabelValues(r.task.Type).Observe(time.Since(start).Seconds())
+	r.ran = time.Since(start)
+	metrics.ExecutorRunSeconds.WithLabelValues(r.task.Type).Observe(r.ran.Seconds())
 	// Stop renewing before finish releases the lock, or the watchdog would
 	// take the release for a lost lease.
 	e.track(r, false)
@@ -516,6 +527,7 @@ func (e *Executor) finish(r *run, herr, cause error) {
 		steps = retry.Plan(f, policy, e.clock.Now().UnixMilli(), nil)
 	}
 	metrics.ExecutorRuns.WithLabelValues(r.task.Type, outcome).Inc()
+	e.sample(r, outcome, steps)
 	if err := e.recordOutcome(r, steps); err != nil {
 		if errors.Is(err, store.ErrConflict) {
 			log().Warn("outcome rejected: attempt is no longer current", "outcome", outcome, "err", err)
@@ -533,4 +545,30 @@ func (e *Executor) track(r *run, add bool) {
 	} else if e.running[r.task.ID] == r {
 		delete(e.running, r.task.ID)
 	}
+}
+
+// sample adds, while the task's type is in rollout, the run to the guard's
+// samples, written with the outcome (steps[0]).
+func (e *Executor) sample(r *run, outcome string, steps []store.TransferParams) {
+	outcome = strings.TrimSuffix(outcome, "_silent")
+	if outcome != "success" && outcome != "failed" && outcome != "timeout" {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	settings := e.settings(ctx, r.pool)
+	cancel()
+	if settings.Canary == nil {
+		return
+	}
+	rec := store.RecordSample(r.task.Type, store.RolloutSample{Version: e.version(), Outcome: outcome, Duration: r.ran})
+	if also := steps[0].Also; also != nil {
+		steps[0].Also = func(ctx context.Context, tx store.Execer) error {
+			if err := also(ctx, tx); err != nil {
+				return err
+			}
+			return rec(ctx, tx)
+		}
+		return
+	}
+	steps[0].Also = rec
 }

@@ -22,6 +22,8 @@ var (
 	ScheduleOutcomes = []string{"fired", "overlapped", "missed", "lost", "refused"}
 	// ExecutorStates are the values of ax_cluster_executors's state.
 	ExecutorStates = []string{"alive", "dead"}
+	// RolloutSides are the values of the rollout metrics' side label.
+	RolloutSides = []string{"canary", "stable"}
 	// prunedStatuses are the states retention deletes.
 	prunedStatuses = []contracts.Status{contracts.StatusSuccess, contracts.StatusCancelled, contracts.StatusFailed, contracts.StatusTimeout}
 )
@@ -71,6 +73,28 @@ func InitType(name string) {
 	Dispatched.WithLabelValues(name)
 	DispatchedLean.WithLabelValues(name)
 	ReaperTimedOut.WithLabelValues(name)
+	for _, side := range RolloutSides {
+		RolloutRouted.WithLabelValues(name, side)
+		RolloutFallbacks.WithLabelValues(name, side)
+	}
+}
+
+// InitRollout creates the series of a type's rollout to version at zero,
+// once the guard or the API first sees it.
+func InitRollout(name, version string) {
+	RolloutPercent.WithLabelValues(name, version)
+	for _, side := range RolloutSides {
+		RolloutRuns.WithLabelValues(name, version, side)
+		RolloutFailureRate.WithLabelValues(name, version, side)
+		RolloutTimeoutRate.WithLabelValues(name, version, side)
+		RolloutP99Seconds.WithLabelValues(name, version, side)
+	}
+	for _, t := range []string{"guard", "manual"} {
+		RolloutRollbacks.WithLabelValues(name, version, t)
+	}
+	for _, a := range []string{"advance", "promote"} {
+		RolloutSteps.WithLabelValues(name, version, a)
+	}
 }
 
 // Observed is how many observations a histogram holds and their sum:

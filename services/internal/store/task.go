@@ -145,6 +145,10 @@ type DueTask struct {
 	TimeoutMs     int64
 	RetryCount    int
 	MaxRetries    int
+	// BizKey and ExecVersion route a type in rollout: the key picks a new
+	// task's version, and a task that ran keeps its own.
+	BizKey      string
+	ExecVersion string
 }
 
 // DueTasks reads the DueTask of each of ids that exists, in one query per
@@ -157,7 +161,8 @@ func (s *Store) DueTasks(ctx context.Context, ids []int64) (map[int64]*DueTask, 
 			args[i] = id
 		}
 		rows, err := s.db.QueryContext(ctx, `SELECT id, task_type, priority, status, attempt, next_run_time,
-			timeout_ms, retry_count, max_retry_count FROM tasks WHERE id IN (?`+strings.Repeat(", ?", len(chunk)-1)+`)`, args...)
+			timeout_ms, retry_count, max_retry_count, COALESCE(biz_key, ''), COALESCE(exec_version, '')
+			FROM tasks WHERE id IN (?`+strings.Repeat(", ?", len(chunk)-1)+`)`, args...)
 		if err != nil {
 			return nil, fmt.Errorf("read %d due task(s): %w", len(chunk), err)
 		}
@@ -168,7 +173,7 @@ func (s *Store) DueTasks(ctx context.Context, ids []int64) (map[int64]*DueTask, 
 				status string
 			)
 			if err := rows.Scan(&t.ID, &t.Type, &prio, &status, &t.Attempt, &t.NextRunTimeMs,
-				&t.TimeoutMs, &t.RetryCount, &t.MaxRetries); err != nil {
+				&t.TimeoutMs, &t.RetryCount, &t.MaxRetries, &t.BizKey, &t.ExecVersion); err != nil {
 				rows.Close()
 				return nil, fmt.Errorf("read due tasks: %w", err)
 			}
