@@ -197,3 +197,64 @@ func TestRolloutEqualCanaryPromoted(t *testing.T) {
 	require.Zero(t, c.count(t, "exec_version = 'v1' AND biz_key LIKE 'late-%'"), "tasks submitted after the promotion that ran on v1")
 	t.Logf("promoted after %d tasks; %v", n, on)
 }
+
+// A canary executor killed mid-rollout: its tasks are recovered on the
+// other canary executor, never on stable. With both canary executors gone
+// new canary tasks wait out the grace, then fall back to stable, recorded
+// in their history; none is lost.
+func TestRolloutKilledCanaryExecutor(t *testing.T) {
+	c, _, execs := rolloutCluster(t, false)
+	ctx := context.Background()
+	// The guard never judges here (too few runs): only routing is tested.
+	_, err := c.api.StartRollout(ctx, "ax.sleep", contracts.RolloutRequest{Version: "v2", Steps: []int{50},
+		StepTime: "1h", Grace: "3s", Guard: contracts.RolloutGuard{MinSamples: 100000}})
+	require.NoError(t, err)
+	const n = 40
+	for i := range n {
+		_, err := c.api.Submit(ctx, contracts.SubmitRequest{Type: "ax.sleep", BizKey: fmt.Sprintf("long-%d", i),
+			Payload: []byte(`{"ms":4000}`), Timeout: "1m"})
+		require.NoError(t, err)
+	}
+	testenv.Eventually(t, 30*time.Second, "every task running", func() bool {
+		return c.count(t, "status = 'RUNNING'") == n
+	})
+	execs["v2-a"].kill9(t)
+	victims := c.count(t, "status = 'RUNNING' AND executor_addr = 'v2-a'")
+	require.Positive(t, victims)
+	testenv.Eventually(t, 60*time.Second, "every task SUCCESS", func() bool {
+		return c.count(t, "status = 'SUCCESS'") == n
+	})
+	// Each task's claims were all of one version: the dead node's tasks
+	// ran again on the other v2 node.
+	var mixed, movedToB int
+	require.NoError(t, c.db.QueryRow(`SELECT COUNT(*) FROM (SELECT task_id FROM task_history WHERE to_status = 'RUNNING'
+		GROUP BY task_id HAVING COUNT(DISTINCT SUBSTRING_INDEX(reason, '(version ', -1)) > 1) x`).Scan(&mixed))
+	require.Zero(t, mixed, "tasks that ran on two versions")
+	require.NoError(t, c.db.QueryRow(`SELECT COUNT(DISTINCT h.task_id) FROM task_history h JOIN task_history h2
+		ON h2.task_id = h.task_id AND h2.to_status = 'RUNNING' AND h2.reason LIKE 'claimed by v2-b%'
+		WHERE h.to_status = 'RUNNING' AND h.reason LIKE 'claimed by v2-a%'`).Scan(&movedToB))
+	require.Equal(t, victims, movedToB, "every task of the killed v2 node ran again on the other v2 node")
+
+	// No canary executor left: canary tasks wait the grace, then fall back.
+	execs["v2-b"].kill9(t)
+	testenv.Eventually(t, 30*time.Second, "v2 gone from routing", func() bool {
+		nodes, err := c.api.ListNodes(ctx)
+		require.NoError(t, err)
+		for _, nd := range nodes.Nodes {
+			if nd.Version == "v2" && nd.Alive {
+				return false
+			}
+		}
+		return true
+	})
+	late := c.feed(t, "late", 10, 20, closed())()
+	testenv.Eventually(t, 60*time.Second, "every late task SUCCESS", func() bool {
+		return c.count(t, "status = 'SUCCESS' AND biz_key LIKE 'late-%'") == late
+	})
+	require.Zero(t, c.count(t, "exec_version = 'v2' AND biz_key LIKE 'late-%'"))
+	var fellBack int
+	require.NoError(t, c.db.QueryRow(`SELECT COUNT(*) FROM task_history WHERE to_status = 'RUNNING'
+		AND reason LIKE '%fell back from v2%'`).Scan(&fellBack))
+	require.Positive(t, fellBack, "the canary's share fell back to stable, recorded")
+	t.Logf("%d tasks of the killed canary node recovered on the other; %d of %d later tasks fell back to stable", victims, fellBack, late)
+}
