@@ -8,6 +8,8 @@ import (
 
 // Rollout states.
 const (
+	// RolloutNone is the state GET answers for a type that never had one.
+	RolloutNone       = "none"
 	RolloutRunning    = "running"
 	RolloutPaused     = "paused"
 	RolloutRolledBack = "rolled_back"

@@ -71,12 +71,12 @@ func (r *Reaper) GuardRollouts(ctx context.Context) (int, error) {
 
 // guard judges one running rollout and moves it when the verdict says so.
 func (r *Reaper) guard(ctx context.Context, ro *store.Rollout) (bool, error) {
-	metrics.InitRollout(ro.Type, ro.Version)
 	c, s, v, err := rollout.Measure(ctx, r.store, ro)
 	if err != nil {
 		return false, err
 	}
 	observe(ro, c, s)
+	metrics.RolloutPercent.WithLabelValues(ro.Type).Set(float64(ro.Percent))
 	// Steps are timed by the processes' clocks (a step's start is written
 	// by the one that moved it), kept in step by NTP like every ax host's.
 	now := time.Now().UTC()
@@ -103,9 +103,9 @@ func (r *Reaper) guard(ctx context.Context, ro *store.Rollout) (bool, error) {
 // observe publishes what the guard saw.
 func observe(ro *store.Rollout, c, s contracts.VersionStats) {
 	for side, st := range map[string]contracts.VersionStats{"canary": c, "stable": s} {
-		metrics.RolloutRuns.WithLabelValues(ro.Type, ro.Version, side).Set(float64(st.Runs))
-		metrics.RolloutFailureRate.WithLabelValues(ro.Type, ro.Version, side).Set(st.FailureRate)
-		metrics.RolloutTimeoutRate.WithLabelValues(ro.Type, ro.Version, side).Set(st.TimeoutRate)
-		metrics.RolloutP99Seconds.WithLabelValues(ro.Type, ro.Version, side).Set(float64(st.P99Ms) / 1000)
+		metrics.RolloutRuns.WithLabelValues(ro.Type, side).Set(float64(st.Runs))
+		metrics.RolloutFailureRate.WithLabelValues(ro.Type, side).Set(st.FailureRate)
+		metrics.RolloutTimeoutRate.WithLabelValues(ro.Type, side).Set(st.TimeoutRate)
+		metrics.RolloutP99Seconds.WithLabelValues(ro.Type, side).Set(float64(st.P99Ms) / 1000)
 	}
 }

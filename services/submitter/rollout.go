@@ -94,6 +94,14 @@ func (s *Submitter) unknownVersion(r *http.Request, name, version string) string
 func (s *Submitter) handleGetRollout(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("name")
 	ro, err := s.store.GetRollout(r.Context(), name)
+	if errors.Is(err, store.ErrNotFound) {
+		// A registered type that never had a rollout: all its tasks go to
+		// whichever executors serve it.
+		if _, err = s.store.GetType(r.Context(), name); err == nil {
+			writeJSON(w, http.StatusOK, contracts.Rollout{Type: name, State: contracts.RolloutNone, Steps: []int{}, Log: []contracts.RolloutLog{}})
+			return
+		}
+	}
 	if !s.rolloutStored(w, name, err) {
 		return
 	}

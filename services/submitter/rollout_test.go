@@ -64,7 +64,10 @@ func TestRolloutBadInputChangesNothing(t *testing.T) {
 		})
 	}
 	rec := f.do(t, http.MethodGet, "/v1/types/ax.noop/rollout", nil)
-	require.Equal(t, http.StatusNotFound, rec.Code, "no rollout yet")
+	require.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
+	require.Equal(t, contracts.RolloutNone, decodeRollout(t, rec.Body.Bytes()).State, "no rollout yet")
+	rec = f.do(t, http.MethodGet, "/v1/types/no.such/rollout", nil)
+	require.Equal(t, http.StatusNotFound, rec.Code, rec.Body.String())
 }
 
 func TestRolloutStartMoveAndConflict(t *testing.T) {

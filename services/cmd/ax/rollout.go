@@ -99,6 +99,10 @@ p99, failure rate or timeout rate is worse than allowed. See docs/rollout.md.`,
 }
 
 func printRollout(w io.Writer, ro *contracts.Rollout) {
+	if ro.State == contracts.RolloutNone {
+		fmt.Fprintf(w, "%s: no rollout; its tasks go to every executor that serves it\n", ro.Type)
+		return
+	}
 	steps := make([]string, len(ro.Steps))
 	for i, s := range ro.Steps {
 		steps[i] = fmt.Sprint(s)

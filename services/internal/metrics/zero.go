@@ -73,27 +73,26 @@ func InitType(name string) {
 	Dispatched.WithLabelValues(name)
 	DispatchedLean.WithLabelValues(name)
 	ReaperTimedOut.WithLabelValues(name)
+	initRollout(name)
+}
+
+// initRollout creates a type's rollout series at zero: a type that never
+// had a rollout reads 0 %, no runs, no rollback.
+func initRollout(name string) {
+	RolloutPercent.WithLabelValues(name)
 	for _, side := range RolloutSides {
 		RolloutRouted.WithLabelValues(name, side)
 		RolloutFallbacks.WithLabelValues(name, side)
-	}
-}
-
-// InitRollout creates the series of a type's rollout to version at zero,
-// once the guard or the API first sees it.
-func InitRollout(name, version string) {
-	RolloutPercent.WithLabelValues(name, version)
-	for _, side := range RolloutSides {
-		RolloutRuns.WithLabelValues(name, version, side)
-		RolloutFailureRate.WithLabelValues(name, version, side)
-		RolloutTimeoutRate.WithLabelValues(name, version, side)
-		RolloutP99Seconds.WithLabelValues(name, version, side)
+		RolloutRuns.WithLabelValues(name, side)
+		RolloutFailureRate.WithLabelValues(name, side)
+		RolloutTimeoutRate.WithLabelValues(name, side)
+		RolloutP99Seconds.WithLabelValues(name, side)
 	}
 	for _, t := range []string{"guard", "manual"} {
-		RolloutRollbacks.WithLabelValues(name, version, t)
+		RolloutRollbacks.WithLabelValues(name, t)
 	}
 	for _, a := range []string{"advance", "promote"} {
-		RolloutSteps.WithLabelValues(name, version, a)
+		RolloutSteps.WithLabelValues(name, a)
 	}
 }
 

@@ -190,12 +190,11 @@ func Figures(c, s contracts.VersionStats, v contracts.RolloutVerdict) string {
 
 // Count records a stored move in the metrics; trigger is guard or manual.
 func Count(ro *store.Rollout, action, trigger string) {
-	metrics.InitRollout(ro.Type, ro.Version)
-	metrics.RolloutPercent.WithLabelValues(ro.Type, ro.Version).Set(float64(ro.Percent))
+	metrics.RolloutPercent.WithLabelValues(ro.Type).Set(float64(ro.Percent))
 	switch action {
 	case ActionRollback:
-		metrics.RolloutRollbacks.WithLabelValues(ro.Type, ro.Version, trigger).Inc()
+		metrics.RolloutRollbacks.WithLabelValues(ro.Type, trigger).Inc()
 	case ActionAdvance, ActionPromote:
-		metrics.RolloutSteps.WithLabelValues(ro.Type, ro.Version, action).Inc()
+		metrics.RolloutSteps.WithLabelValues(ro.Type, action).Inc()
 	}
 }
