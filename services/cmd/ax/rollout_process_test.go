@@ -258,3 +258,71 @@ func TestRolloutKilledCanaryExecutor(t *testing.T) {
 	require.Positive(t, fellBack, "the canary's share fell back to stable, recorded")
 	t.Logf("%d tasks of the killed canary node recovered on the other; %d of %d later tasks fell back to stable", victims, fellBack, late)
 }
+
+// 1,000 business keys, each with a task of two types in rollout at 30 %:
+// every key's tasks ran on one version, and the canary's share is within
+// ±3 points of the percent.
+func TestRolloutThousandKeysStickToOneVersion(t *testing.T) {
+	c, _, _ := rolloutCluster(t, false)
+	ctx := context.Background()
+	for _, typ := range []string{"ax.noop", "ax.sleep"} {
+		_, err := c.api.StartRollout(ctx, typ, contracts.RolloutRequest{Version: "v2", Steps: []int{30},
+			StepTime: "1h", Guard: contracts.RolloutGuard{MinSamples: 100000}})
+		require.NoError(t, err)
+	}
+	const keys = 1000
+	for start := 0; start < keys; start += 250 {
+		var req contracts.BatchRequest
+		for i := start; i < start+250; i++ {
+			for _, typ := range []string{"ax.noop", "ax.sleep"} {
+				req.Tasks = append(req.Tasks, contracts.SubmitRequest{Type: typ, BizKey: fmt.Sprintf("customer-%d", i)})
+			}
+		}
+		res, err := c.api.SubmitBatch(ctx, req)
+		require.NoError(t, err)
+		for _, r := range res.Results {
+			require.Nil(t, r.Error, "%+v", r.Error)
+		}
+	}
+	on := c.requireOneVersionPerTask(t, 2*keys)
+	var split int
+	require.NoError(t, c.db.QueryRow(`SELECT COUNT(*) FROM (SELECT biz_key FROM tasks GROUP BY biz_key
+		HAVING COUNT(DISTINCT exec_version) > 1) x`).Scan(&split))
+	require.Zero(t, split, "keys whose tasks ran on both versions")
+	share := float64(on["v2"]) / float64(2*keys) * 100
+	t.Logf("canary share at 30 %%: %.1f %% (%v)", share, on)
+	require.InDelta(t, 30, share, 3)
+}
+
+// Retries keep the version of the first attempt: flaky tasks that fail
+// twice run all three attempts on one version, through the timer's
+// backoffs, whatever the percent does in between.
+func TestRolloutRetriesKeepTheirVersion(t *testing.T) {
+	c, _, _ := rolloutCluster(t, false)
+	ctx := context.Background()
+	_, err := c.api.StartRollout(ctx, "ax.flaky", contracts.RolloutRequest{Version: "v2", Steps: []int{50, 100},
+		StepTime: "1h", Guard: contracts.RolloutGuard{MinSamples: 100000}})
+	require.NoError(t, err)
+	const n = 40
+	for i := range n {
+		_, err := c.api.Submit(ctx, contracts.SubmitRequest{Type: "ax.flaky", BizKey: fmt.Sprintf("retry-%d", i),
+			Payload: []byte(`{"fail_times":2}`)})
+		require.NoError(t, err)
+	}
+	// While the first attempts back off, the canary goes to 100 %: the
+	// retries of stable tasks must stay on stable all the same.
+	testenv.Eventually(t, 30*time.Second, "every first attempt failed", func() bool {
+		return c.count(t, "attempt >= 1 AND status <> 'RUNNING'") == n
+	})
+	_, err = c.api.MoveRollout(ctx, "ax.flaky", "promote", "retries must not follow")
+	require.NoError(t, err)
+	testenv.Eventually(t, 60*time.Second, "every task SUCCESS on its third attempt", func() bool {
+		return c.count(t, "status = 'SUCCESS' AND attempt = 3") == n
+	})
+	var mixed int
+	require.NoError(t, c.db.QueryRow(`SELECT COUNT(*) FROM (SELECT task_id FROM task_history WHERE to_status = 'RUNNING'
+		GROUP BY task_id HAVING COUNT(DISTINCT SUBSTRING_INDEX(reason, '(version ', -1)) > 1) x`).Scan(&mixed))
+	require.Zero(t, mixed, "tasks whose attempts ran on two versions")
+	require.Positive(t, c.count(t, "exec_version = 'v1'"), "stable tasks kept stable through a promotion")
+	require.Positive(t, c.count(t, "exec_version = 'v2'"))
+}
