@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -230,6 +231,11 @@ func TestRolloutKilledCanaryExecutor(t *testing.T) {
 	require.NoError(t, c.db.QueryRow(`SELECT COUNT(*) FROM (SELECT task_id FROM task_history WHERE to_status = 'RUNNING'
 		GROUP BY task_id HAVING COUNT(DISTINCT SUBSTRING_INDEX(reason, '(version ', -1)) > 1) x`).Scan(&mixed))
 	require.Zero(t, mixed, "tasks that ran on two versions")
+	for _, id := range c.ids(t, "executor_addr = 'v2-b'") {
+		task, err := c.api.Get(ctx, strconv.FormatInt(id, 10))
+		require.NoError(t, err)
+		require.Equal(t, "v2", task.Version, "GET /v1/tasks/{id} shows the version")
+	}
 	require.NoError(t, c.db.QueryRow(`SELECT COUNT(DISTINCT h.task_id) FROM task_history h JOIN task_history h2
 		ON h2.task_id = h.task_id AND h2.to_status = 'RUNNING' AND h2.reason LIKE 'claimed by v2-b%'
 		WHERE h.to_status = 'RUNNING' AND h.reason LIKE 'claimed by v2-a%'`).Scan(&movedToB))

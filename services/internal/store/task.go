@@ -28,6 +28,8 @@ type Task struct {
 	MaxRetries    int
 	TimeoutMs     int64
 	ExecutorAddr  string
+	// ExecVersion is the version of the executor that last claimed it.
+	ExecVersion   string
 	LastHeartbeat *time.Time
 	LastError     string
 	// Result is what the handler returned (JSON), nil when none.
@@ -60,6 +62,7 @@ func (t *Task) API() contracts.Task {
 		Timeout:     (time.Duration(t.TimeoutMs) * time.Millisecond).String(),
 		NextRunTime: time.UnixMilli(t.NextRunTimeMs).UTC(),
 		Executor:    t.ExecutorAddr,
+		Version:     t.ExecVersion,
 		LastError:   t.LastError,
 		CreatedAt:   t.CreatedAt,
 		UpdatedAt:   t.UpdatedAt,
@@ -78,7 +81,7 @@ func (t *Task) API() contracts.Task {
 
 const taskColumns = `id, task_type, priority, biz_key, payload, status, next_run_time, attempt,
 	retry_count, max_retry_count, timeout_ms, executor_addr, last_heartbeat_time, last_error,
-	result, progress_pct, progress_message, progress_at, created_at, updated_at`
+	result, progress_pct, progress_message, progress_at, created_at, updated_at, exec_version`
 
 type rowScanner interface{ Scan(dest ...any) error }
 
@@ -94,10 +97,11 @@ func scanTask(r rowScanner) (*Task, error) {
 		pct       sql.NullInt64
 		msg       sql.NullString
 		pctAt     sql.NullTime
+		version   sql.NullString
 	)
 	err := r.Scan(&t.ID, &t.Type, &prio, &bizKey, &t.Payload, &status, &t.NextRunTimeMs, &t.Attempt,
 		&t.RetryCount, &t.MaxRetries, &t.TimeoutMs, &executor, &heartbeat, &lastError,
-		&t.Result, &pct, &msg, &pctAt, &t.CreatedAt, &t.UpdatedAt)
+		&t.Result, &pct, &msg, &pctAt, &t.CreatedAt, &t.UpdatedAt, &version)
 	if err != nil {
 		return nil, err
 	}
@@ -107,7 +111,7 @@ func scanTask(r rowScanner) (*Task, error) {
 		k := string(bizKey)
 		t.BizKey = &k
 	}
-	t.ExecutorAddr = executor.String
+	t.ExecutorAddr, t.ExecVersion = executor.String, version.String
 	t.LastError = lastError.String
 	if heartbeat.Valid {
 		hb := heartbeat.Time
