@@ -45,7 +45,7 @@ func (r *Reaper) GuardRollouts(ctx context.Context) (int, error) {
 			return 0, err // another reaper guards
 		}
 	}
-	ros, err := r.store.RunningRollouts(ctx)
+	ros, err := r.store.Rollouts(ctx)
 	if err != nil {
 		return 0, err
 	}
@@ -53,6 +53,12 @@ func (r *Reaper) GuardRollouts(ctx context.Context) (int, error) {
 	keep := samplesKept
 	var errs []error
 	for _, ro := range ros {
+		// The percent of every rollout, moved by anyone, is published by
+		// the guard alone, so replicas never disagree for long.
+		metrics.RolloutPercent.WithLabelValues(ro.Type).Set(float64(ro.Percent))
+		if ro.State != contracts.RolloutRunning {
+			continue
+		}
 		keep = max(keep, 2*ro.Window)
 		ok, err := r.guard(ctx, ro)
 		if ok {
@@ -76,7 +82,6 @@ func (r *Reaper) guard(ctx context.Context, ro *store.Rollout) (bool, error) {
 		return false, err
 	}
 	observe(ro, c, s)
-	metrics.RolloutPercent.WithLabelValues(ro.Type).Set(float64(ro.Percent))
 	// Steps are timed by the processes' clocks (a step's start is written
 	// by the one that moved it), kept in step by NTP like every ax host's.
 	now := time.Now().UTC()

@@ -225,7 +225,7 @@ var (
 	}, []string{"type", "side"})
 	// RolloutPercent is the share of new tasks the canary gets.
 	RolloutPercent = promauto.NewGaugeVec(prometheus.GaugeOpts{
-		Name: "ax_rollout_percent", Help: "Percent of the type's new tasks routed to its rollout's canary version as last moved by this process (0 after a rollback, 100 once promoted).",
+		Name: "ax_rollout_percent", Help: "Percent of the type's new tasks routed to its rollout's canary version, published by the reaper guarding rollouts (0 after a rollback, 100 once promoted).",
 	}, []string{"type"})
 	// RolloutRuns, RolloutFailureRate, RolloutTimeoutRate and
 	// RolloutP99Seconds are what the guard last saw over its window.

@@ -188,9 +188,12 @@ func Figures(c, s contracts.VersionStats, v contracts.RolloutVerdict) string {
 	return string(data)
 }
 
-// Count records a stored move in the metrics; trigger is guard or manual.
+// Count records a stored move in the counters; trigger is guard or
+// manual. The percent gauge is the guard's to publish (every pass).
 func Count(ro *store.Rollout, action, trigger string) {
-	metrics.RolloutPercent.WithLabelValues(ro.Type).Set(float64(ro.Percent))
+	if trigger == "guard" {
+		metrics.RolloutPercent.WithLabelValues(ro.Type).Set(float64(ro.Percent))
+	}
 	switch action {
 	case ActionRollback:
 		metrics.RolloutRollbacks.WithLabelValues(ro.Type, trigger).Inc()

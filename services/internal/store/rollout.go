@@ -99,18 +99,19 @@ func (s *Store) GetRollout(ctx context.Context, taskType string) (*Rollout, erro
 	return ro, nil
 }
 
-// RunningRollouts lists the rollouts the guard drives.
-func (s *Store) RunningRollouts(ctx context.Context) ([]*Rollout, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT `+rolloutColumns+` FROM type_rollouts WHERE state = ?`, contracts.RolloutRunning)
+// Rollouts lists every type's rollout, whatever its state (one row a
+// type).
+func (s *Store) Rollouts(ctx context.Context) ([]*Rollout, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT `+rolloutColumns+` FROM type_rollouts ORDER BY task_type`)
 	if err != nil {
-		return nil, fmt.Errorf("list running rollouts: %w", err)
+		return nil, fmt.Errorf("list rollouts: %w", err)
 	}
 	defer rows.Close()
 	var out []*Rollout
 	for rows.Next() {
 		ro, err := scanRollout(rows)
 		if err != nil {
-			return nil, fmt.Errorf("list running rollouts: %w", err)
+			return nil, fmt.Errorf("list rollouts: %w", err)
 		}
 		out = append(out, ro)
 	}
