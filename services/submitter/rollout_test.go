@@ -18,16 +18,11 @@ import (
 // rolloutState is everything a rollout request may write.
 func (f *fixture) rolloutState(t *testing.T) []string {
 	t.Helper()
-	var state []string
-	for _, q := range []string{
+	return f.rowsOf(t,
 		`SELECT CONCAT_WS('|', name, COALESCE(canary_version, '-'), canary_percent, canary_grace_ms) FROM task_types ORDER BY name`,
 		`SELECT CONCAT_WS('|', task_type, canary_version, steps, percent, state, revision) FROM type_rollouts ORDER BY task_type`,
 		`SELECT CONCAT_WS('|', id, action, to_percent) FROM rollout_log ORDER BY id`,
-		`SELECT CONCAT_WS('|', event_id, subject) FROM outbox ORDER BY id`,
-	} {
-		state = append(state, testenv.Column[string](t, f.st.DB(), q)...)
-	}
-	return state
+		`SELECT CONCAT_WS('|', event_id, subject) FROM outbox ORDER BY id`)
 }
 
 func decodeRollout(t *testing.T, body []byte) contracts.Rollout {
