@@ -151,6 +151,12 @@ func TestOpenAPISchemasMatchGoTypes(t *testing.T) {
 		{"Lineage", reflect.TypeFor[Lineage]()},
 		{"LineageList", reflect.TypeFor[LineageList]()},
 		{"Caller", reflect.TypeFor[Caller]()},
+		{"RolloutRequest", reflect.TypeFor[RolloutRequest]()},
+		{"RolloutGuard", reflect.TypeFor[RolloutGuard]()},
+		{"Rollout", reflect.TypeFor[Rollout]()},
+		{"VersionStats", reflect.TypeFor[VersionStats]()},
+		{"RolloutVerdict", reflect.TypeFor[RolloutVerdict]()},
+		{"RolloutLog", reflect.TypeFor[RolloutLog]()},
 	}
 	for _, tt := range tests {
 		t.Run(tt.schema, func(t *testing.T) {
@@ -238,6 +244,9 @@ func TestOpenAPIRoutes(t *testing.T) {
 		"GET /v1/types",
 		"GET /v1/types/{name}",
 		"PUT /v1/types/{name}",
+		"GET /v1/types/{name}/rollout",
+		"PUT /v1/types/{name}/rollout",
+		"POST /v1/types/{name}/rollout/{action}",
 		"GET /v1/deadletters",
 		"POST /v1/deadletters/{id}/retry",
 		"GET /v1/nodes",

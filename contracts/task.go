@@ -120,7 +120,10 @@ type Task struct {
 	Timeout     string          `json:"timeout"`
 	NextRunTime time.Time       `json:"next_run_time"`
 	Executor    string          `json:"executor,omitempty"`
-	LastError   string          `json:"last_error,omitempty"`
+	// Version is the version of the executor that last claimed the task
+	// (docs/rollout.md): kept through retries, recoveries and re-runs.
+	Version   string `json:"version,omitempty"`
+	LastError string `json:"last_error,omitempty"`
 	// Result is what the handler returned on success (JSON, at most
 	// MaxResultBytes); absent when it returned none.
 	Result json.RawMessage `json:"result,omitempty"`

@@ -15,7 +15,22 @@ const (
 	TypeTaskDue         = "task.due.v1"
 	TypeTaskDispatched  = "task.dispatched.v1"
 	TypeTaskTypeChanged = "tasktype.changed.v1"
+	TypeRolloutChanged  = "rollout.changed.v1"
 )
+
+// RolloutChanged records one move of a type's rollout (started, stepped,
+// paused, promoted, rolled back), automatic or by an operator; the same
+// move is a row of the type's rollout log.
+type RolloutChanged struct {
+	Type        string    `json:"type"`
+	Version     string    `json:"version"`
+	Action      string    `json:"action"`
+	FromPercent int       `json:"from_percent"`
+	ToPercent   int       `json:"to_percent"`
+	Reason      string    `json:"reason"`
+	Actor       string    `json:"actor"`
+	At          time.Time `json:"at"`
+}
 
 // TaskTypeChanged says an operator changed a task type's settings. Services
 // that cache type settings refresh them; the timer re-indexes a resumed
@@ -142,6 +157,10 @@ type TaskDispatched struct {
 	// (metrics.TaskHopSeconds).
 	CommittedNs int64 `json:"committed_ns,omitempty"`
 	SentNs      int64 `json:"sent_ns,omitempty"`
+	// FallbackFrom names the version a type in rollout meant the task for
+	// when none of its executors was live past the grace: the claim
+	// records the fallback in the task's history.
+	FallbackFrom string `json:"fallback_from,omitempty"`
 }
 
 // Decode unmarshals data into v with a useful error.

@@ -31,6 +31,9 @@ const (
 	// limits) to every service that caches type settings.
 	SubjectTypeChanged = "ax.events.type.changed"
 
+	// SubjectRolloutChanged carries RolloutChanged events.
+	SubjectRolloutChanged = "ax.events.rollout.changed"
+
 	// SubjectTaskRejected carries the trace of a write refused by attempt
 	// fencing (a TaskTransferred whose From and To are the current state).
 	SubjectTaskRejected = "ax.events.task.rejected"

@@ -29,6 +29,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -149,8 +150,10 @@ func (d *Dispatcher) DispatchBatch(ctx context.Context, dues []events.TaskDue) e
 		return nil
 	}
 	var ids []int64
+	readBack := d.send.InRollout(ctx)
 	for _, due := range dues {
-		if !due.Lean() {
+		// A type in rollout needs the row's key and version to route.
+		if !due.Lean() || readBack(due.Type) {
 			ids = append(ids, due.TaskID)
 		}
 	}
@@ -169,7 +172,7 @@ func (d *Dispatcher) DispatchBatch(ctx context.Context, dues []events.TaskDue) e
 		paused      = d.send.Pauses()
 	)
 	for _, due := range dues {
-		task, lean := tasks[due.TaskID], due.Lean()
+		task, lean := tasks[due.TaskID], due.Lean() && !readBack(due.Type)
 		if lean {
 			task = &store.DueTask{ID: due.TaskID, Type: due.Type, Priority: due.Priority, Status: due.Status,
 				Attempt: due.Attempt, NextRunTimeMs: due.NextRunTimeMs}
@@ -200,7 +203,7 @@ func (d *Dispatcher) DispatchBatch(ctx context.Context, dues []events.TaskDue) e
 		if lane.Rank() < 0 {
 			lane = task.Priority
 		}
-		h := &handOff{lane: lane, task: events.TaskDispatched{
+		h := &handOff{lane: lane, key: task.BizKey, pinned: task.ExecVersion, task: events.TaskDispatched{
 			TaskID: task.ID, Type: task.Type, Attempt: task.Attempt,
 			TimeoutMs: task.TimeoutMs, NextRunTimeMs: task.NextRunTimeMs, Load: lean,
 		}}
@@ -271,6 +274,8 @@ type handOff struct {
 	// retrying is 1 + the index of its RETRYING -> READY chain, or 0.
 	retrying int
 	early    time.Duration
+	// key and pinned route a type in rollout (dispatch.Task).
+	key, pinned string
 }
 
 // handOff publishes the tasks to their executors' subjects, awaiting every
@@ -281,7 +286,43 @@ func (d *Dispatcher) handOff(ctx context.Context, hs []*handOff) error {
 	}
 	tasks := make([]dispatch.Task, len(hs))
 	for i, h := range hs {
-		tasks[i] = dispatch.Task{Lane: h.lane, Dispatch: h.task}
+		tasks[i] = dispatch.Task{Lane: h.lane, Dispatch: h.task, Key: h.key, Pinned: h.pinned}
 	}
-	return d.send.Send(ctx, d.conn, tasks)
+	ready, waiting := d.send.Place(ctx, tasks)
+	if err := d.send.Send(ctx, d.conn, ready); err != nil {
+		return err
+	}
+	return d.wait(ctx, waiting)
+}
+
+// versionWait is how long a task whose version has no live executor
+// waits before the dispatcher looks again (within the rollout's grace).
+const versionWait = 500 * time.Millisecond
+
+// wait hands tasks whose version has no live executor (yet) back to the
+// due subject after versionWait: the next look routes them to a node of
+// their version that came back, or past the grace to the other version.
+// They stay READY and are not marked dispatched meanwhile.
+func (d *Dispatcher) wait(ctx context.Context, tasks []dispatch.Task) error {
+	if len(tasks) == 0 {
+		return nil
+	}
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(versionWait):
+	}
+	msgs := make([]bus.Msg, 0, len(tasks))
+	for _, t := range tasks {
+		data, err := events.Encode(events.TaskDue{TaskID: t.Dispatch.TaskID, Priority: t.Lane, NextRunTimeMs: t.Dispatch.NextRunTimeMs})
+		if err != nil {
+			return err
+		}
+		msgs = append(msgs, bus.Msg{Subject: events.SubjectDue, EventType: events.TypeTaskDue,
+			CorrelationID: strconv.FormatInt(t.Dispatch.TaskID, 10), Data: data})
+	}
+	if err := d.conn.Publish(ctx, msgs); err != nil {
+		return fmt.Errorf("hand back %d task(s) waiting for their version: %w", len(msgs), err)
+	}
+	return nil
 }

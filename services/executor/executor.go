@@ -133,6 +133,10 @@ type Config struct {
 	HeartbeatInterval time.Duration
 	// Addr is reported in heartbeats: where the node's /metrics is served.
 	Addr string
+	// VersionLabel is the version this node reports and records on the
+	// tasks it claims (default: the build's Version). A type's rollout
+	// sends a share of its tasks to the nodes of one label (docs/rollout.md).
+	VersionLabel string
 	// TypeCacheClock is the clock the cache of type settings expires by
 	// (nil: the local clock); tests advance a fake one instead of waiting
 	// the cache's TTL out.

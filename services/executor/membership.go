@@ -15,6 +15,14 @@ import (
 // -ldflags "-X github.com/axsched/ax/services/executor.Version=...".
 var Version = "dev"
 
+// version is what the node reports and records: its label, or the build's.
+func (e *Executor) version() string {
+	if e.cfg.VersionLabel != "" {
+		return e.cfg.VersionLabel
+	}
+	return Version
+}
+
 // beat registers this node with its running tasks every HeartbeatInterval
 // until ctx ends (intake stopped), then leaves the registry so a node that
 // is draining is never taken for dead. first is closed once the first
@@ -47,7 +55,7 @@ func (e *Executor) beat(ctx context.Context, first chan<- struct{}) {
 		// and the reaper would take its running tasks away.
 		bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.cfg.HeartbeatInterval)
 		err := membership.Beat(bctx, e.rdb, e.keys.Nodes(), contracts.Node{
-			Name: e.cfg.Node, Addr: e.cfg.Addr, Version: Version, Types: types, Capacity: capacity,
+			Name: e.cfg.Node, Addr: e.cfg.Addr, Version: e.version(), Types: types, Capacity: capacity,
 			Running: running, StartedAt: started, LastHeartbeat: e.clock.Now().UTC(),
 		})
 		cancel()

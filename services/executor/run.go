@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"runtime/debug"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -39,6 +40,8 @@ type run struct {
 	ended time.Time
 	// report holds the handler's result and paces its progress writes.
 	report *report
+	// ran is how long the handler took.
+	ran time.Duration
 }
 
 // take claims the task of h and starts it; it releases the slot it was
@@ -161,9 +164,16 @@ func (e *Executor) resizeLeases(ctx context.Context, runs []*run) {
 // must not start a task re-scheduled since; its newer dispatch will).
 func (e *Executor) claimParams(d *events.TaskDispatched) store.TransferParams {
 	attempt := d.Attempt
+	reason := "claimed by " + e.cfg.Node
+	switch {
+	case d.FallbackFrom != "":
+		reason += " (version " + e.version() + "; fell back from " + d.FallbackFrom + ", which had no live executor past the grace)"
+	case e.cfg.VersionLabel != "":
+		reason += " (version " + e.version() + ")"
+	}
 	p := store.TransferParams{
 		TaskID: d.TaskID, From: contracts.StatusReady, To: contracts.StatusRunning,
-		Reason: "claimed by " + e.cfg.Node, Attempt: &attempt, Claim: true, Executor: e.cfg.Node,
+		Reason: reason, Attempt: &attempt, Claim: true, Executor: e.cfg.Node, ExecVersion: e.version(),
 	}
 	if d.NextRunTimeMs > 0 {
 		due := d.NextRunTimeMs
@@ -431,7 +441,8 @@ func (e *Executor) execute(p *pool, r *run) {
 	r.task.Hops.observe(start)
 	err := e.callHandler(tctx, p.spec.Handler, r)
 	r.ended = time.Now()
-	metrics.ExecutorRunSeconds.WithLabelValues(r.task.Type).Observe(r.ended.Sub(start).Seconds())
+	r.ran = r.ended.Sub(start)
+	metrics.ExecutorRunSeconds.WithLabelValues(r.task.Type).Observe(r.ran.Seconds())
 	// From here the watchdog only keeps the lease alive while the outcome
 	// waits to be recorded: the release that follows the outcome is no
 	// lost lease, and MySQL's verdict is the outcome's own.
@@ -526,6 +537,7 @@ func (e *Executor) finish(r *run, herr, cause error) {
 		steps = retry.Plan(f, policy, e.clock.Now().UnixMilli(), nil)
 	}
 	metrics.ExecutorRuns.WithLabelValues(r.task.Type, outcome).Inc()
+	e.sample(r, outcome, steps)
 	err := e.recordOutcome(r, steps)
 	if err == nil {
 		observeHop(metrics.HopOutcome, r.ended, time.Now())
@@ -553,4 +565,30 @@ func (e *Executor) mark(set map[int64]*run, r *run, add bool) {
 	} else if set[r.task.ID] == r {
 		delete(set, r.task.ID)
 	}
+}
+
+// sample adds, while the task's type is in rollout, the run to the guard's
+// samples, written with the outcome (steps[0]).
+func (e *Executor) sample(r *run, outcome string, steps []store.TransferParams) {
+	outcome = strings.TrimSuffix(outcome, "_silent")
+	if outcome != "success" && outcome != "failed" && outcome != "timeout" {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	settings := e.settings(ctx, r.pool)
+	cancel()
+	if settings.Canary == nil {
+		return
+	}
+	rec := store.RecordSample(r.task.Type, store.RolloutSample{Version: e.version(), Outcome: outcome, Duration: r.ran})
+	if also := steps[0].Also; also != nil {
+		steps[0].Also = func(ctx context.Context, tx store.Execer) error {
+			if err := also(ctx, tx); err != nil {
+				return err
+			}
+			return rec(ctx, tx)
+		}
+		return
+	}
+	steps[0].Also = rec
 }

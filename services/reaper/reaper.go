@@ -90,6 +90,8 @@ type Reaper struct {
 	nextDeath atomic.Int64
 	// lastPrune is when idempotency keys were last pruned.
 	lastPrune time.Time
+	// lastSamplesPrune is when old rollout samples were last deleted.
+	lastSamplesPrune time.Time
 	// view is what the cluster gauges last showed (observeCluster).
 	viewMu sync.Mutex
 	view   clusterView
@@ -134,6 +136,7 @@ func (r *Reaper) Run(ctx context.Context) error {
 		r.step(ctx, "stranded-work pass", stepTimeout, func(ctx context.Context) error { _, err := r.MoveStrandedWork(ctx); return err })
 		r.step(ctx, "orphan sweep", stepTimeout, func(ctx context.Context) error { _, _, err := r.RepairOrphans(ctx); return err })
 		r.step(ctx, "reaper pass", stepTimeout, func(ctx context.Context) error { _, err := r.RunOnce(ctx); return err })
+		r.step(ctx, "rollout guard", stepTimeout, func(ctx context.Context) error { _, err := r.GuardRollouts(ctx); return err })
 		if time.Since(r.lastSuspended) >= suspendedEvery {
 			r.lastSuspended = time.Now()
 			r.step(ctx, "suspended-task pass", stepTimeout, func(ctx context.Context) error { _, err := r.SettleSuspended(ctx); return err })

@@ -108,6 +108,7 @@ func (s *Submitter) Routes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /v1/tasks/{id}/history", s.handleHistory)
 	mux.HandleFunc("POST /v1/tasks/{id}/cancel", s.handleCancel)
 	s.typeRoutes(mux)
+	s.rolloutRoutes(mux)
 	s.batchRoutes(mux)
 	s.bulkRoutes(mux)
 	s.deadLetterRoutes(mux)

@@ -21,12 +21,17 @@ import (
 // every column, and every outbox row. A rejected request must leave it equal.
 func (f *fixture) typeState(t *testing.T) []string {
 	t.Helper()
-	var state []string
-	for _, q := range []string{
+	return f.rowsOf(t,
 		`SELECT CONCAT_WS('|', name, timeout_ms, max_retries, priority, concurrency, backoff_base_ms,
 			backoff_cap_ms, fail_silently, paused, created_at, updated_at) FROM task_types ORDER BY name`,
-		`SELECT CONCAT_WS('|', event_id, subject, event_type, correlation_id, HEX(payload)) FROM outbox ORDER BY id`,
-	} {
+		`SELECT CONCAT_WS('|', event_id, subject, event_type, correlation_id, HEX(payload)) FROM outbox ORDER BY id`)
+}
+
+// rowsOf is the rows the queries answer, one string a row, in order.
+func (f *fixture) rowsOf(t *testing.T, queries ...string) []string {
+	t.Helper()
+	var state []string
+	for _, q := range queries {
 		state = append(state, testenv.Column[string](t, f.st.DB(), q)...)
 	}
 	return state

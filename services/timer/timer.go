@@ -427,7 +427,7 @@ func (t *Timer) RunOnce(ctx context.Context) (time.Duration, error) {
 		msgs = append(msgs, handOn...)
 	}
 	if len(direct) > 0 {
-		if msgs, err = t.cfg.Dispatch.Messages(msgs, direct); err != nil {
+		if msgs, err = t.cfg.Dispatch.Messages(ctx, msgs, direct); err != nil {
 			return 0, err
 		}
 	}

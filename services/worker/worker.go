@@ -8,6 +8,7 @@ import (
 	"errors"
 	"log/slog"
 	"math/rand/v2"
+	"os"
 
 	"github.com/axsched/ax/services/app"
 	"github.com/axsched/ax/services/executor"
@@ -28,6 +29,11 @@ type Config struct {
 	// Node names this worker in task history; default
 	// <hostname>-<pid>-<random>, a new name every start (membership.DefaultName).
 	Node string
+	// VersionLabel is the version this worker reports (GET /v1/nodes) and
+	// records on the tasks it runs, for gray releases (docs/rollout.md);
+	// default AX_EXECUTOR_VERSION, else the build's. It sets
+	// Executor.VersionLabel.
+	VersionLabel string
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
 	// Executor tunes leases, fetchers and shutdown; zero values are defaults.
@@ -71,6 +77,12 @@ func Run(ctx context.Context, cfg Config, mux *executor.Mux) error {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
+	}
+	if cfg.VersionLabel == "" {
+		cfg.VersionLabel = os.Getenv("AX_EXECUTOR_VERSION")
+	}
+	if cfg.VersionLabel != "" {
+		cfg.Executor.VersionLabel = cfg.VersionLabel
 	}
 	return app.Run(ctx, app.Config{
 		MySQLDSN: cfg.MySQLDSN, RedisAddr: cfg.RedisAddr, RedisPrefix: "ax", NATSURL: cfg.NATSURL,

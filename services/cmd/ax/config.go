@@ -166,6 +166,7 @@ func (f *serverFlags) register(fs *pflag.FlagSet, command string) {
 	fs.DurationVar(&c.Executor.ShutdownTimeout, "shutdown-timeout", envDur("AX_SHUTDOWN_TIMEOUT", 30*time.Second), "how long running tasks may finish on SIGTERM [AX_SHUTDOWN_TIMEOUT]")
 	fs.IntVar(&c.Executor.Fetchers, "fetchers", envInt("AX_FETCHERS", 4), "claim loops per type, each claiming a batch of up to the free slots; 1 gives strict lane order [AX_FETCHERS]")
 	fs.IntVar(&c.Executor.OutcomeWriters, "outcome-writers", envInt("AX_OUTCOME_WRITERS", executor.OutcomeWritersDefault), "transactions recording finished runs at once, each carrying whatever finished meanwhile [AX_OUTCOME_WRITERS]")
+	fs.StringVar(&c.Executor.VersionLabel, "version-label", envStr("AX_EXECUTOR_VERSION", ""), "the version this executor reports and records on the tasks it runs; a type's rollout sends a share of its tasks to one version (default: the build's) [AX_EXECUTOR_VERSION]")
 	fs.DurationVar(&c.Executor.AgingAfter, "aging-after", envDur("AX_AGING_AFTER", 30*time.Second), "a task overdue this long counts one lane higher, per period [AX_AGING_AFTER]")
 	fs.IntVar(&f.concurrency, "concurrency", envInt("AX_CONCURRENCY", 32), "tasks of each built-in type run at once by this executor [AX_CONCURRENCY]")
 

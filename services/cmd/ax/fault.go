@@ -4,7 +4,11 @@ import (
 	"context"
 	"log/slog"
 	"os"
+	"strconv"
 	"sync/atomic"
+	"time"
+
+	"github.com/axsched/ax/services/executor"
 )
 
 // faultKillAfterLease reads AX_FAULT_KILL_AFTER_LEASE=N, a fault-injection
@@ -30,4 +34,28 @@ func faultKillAfterLease(logger *slog.Logger) func(context.Context, []int64) err
 		}
 		select {} // the kill takes the process with it
 	}
+}
+
+// faultSlower reads AX_FAULT_SLOWER=F (F > 1), a fault-injection setting
+// for tests of gray releases only: every handler of this executor takes F
+// times as long (it waits (F-1) × its own run time after returning), a new
+// version that is slower than the old. No flag, like the one above.
+func faultSlower(types []executor.TypeSpec, logger *slog.Logger) []executor.TypeSpec {
+	f, err := strconv.ParseFloat(os.Getenv("AX_FAULT_SLOWER"), 64)
+	if err != nil || f <= 1 {
+		return types
+	}
+	logger.Warn("fault injection armed: every handler of this executor is slower", "factor", f)
+	out := make([]executor.TypeSpec, len(types))
+	for i, spec := range types {
+		h := spec.Handler
+		spec.Handler = executor.HandlerFunc(func(ctx context.Context, t *executor.Task) error {
+			start := time.Now()
+			err := h.Handle(ctx, t)
+			time.Sleep(time.Duration(float64(time.Since(start)) * (f - 1)))
+			return err
+		})
+		out[i] = spec
+	}
+	return out
 }

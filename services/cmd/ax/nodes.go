@@ -21,9 +21,9 @@ func newNodesCmd() *cobra.Command {
 			}
 			return f.print(cmd.OutOrStdout(), l, func() {
 				tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
-				fmt.Fprintln(tw, "NODE\tALIVE\tLAST HEARTBEAT\tRUNNING\tCAPACITY\tSHARDS\tTYPES\tADDR")
+				fmt.Fprintln(tw, "NODE\tVERSION\tALIVE\tLAST HEARTBEAT\tRUNNING\tCAPACITY\tSHARDS\tTYPES\tADDR")
 				for _, n := range l.Nodes {
-					fmt.Fprintf(tw, "%s\t%t\t%s ago\t%d\t%d\t%s\t%s\t%s\n", n.Name, n.Alive,
+					fmt.Fprintf(tw, "%s\t%s\t%t\t%s ago\t%d\t%d\t%s\t%s\t%s\n", n.Name, n.Version, n.Alive,
 						time.Since(n.LastHeartbeat).Round(100*time.Millisecond), len(n.Running), n.Capacity,
 						shardCounts(n.Types, n.Shards), strings.Join(n.Types, ","), n.Addr)
 				}

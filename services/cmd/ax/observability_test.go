@@ -241,7 +241,7 @@ func TestMetricsNamedAnywhereExistOnAFreshAx(t *testing.T) {
 			}
 		}
 	}
-	require.InDelta(t, 12, panels, 4, "about a dozen panels in all")
+	require.InDelta(t, 16, panels, 4, "about sixteen panels in all")
 
 	check := exec.Command(promrules.Promtool(t), "check", "metrics")
 	check.Stdin = strings.NewReader(s.text)
@@ -365,7 +365,7 @@ func TestRunbookCommandsAndPanels(t *testing.T) {
 		}
 		seen[line] = true
 		args := strings.Fields(fill.Replace(line))[1:]
-		require.Contains(t, []string{"task", "type", "dlq", "nodes", "stats", "schedule", "workflow", "lineage"}, args[0],
+		require.Contains(t, []string{"task", "type", "dlq", "nodes", "stats", "schedule", "workflow", "lineage", "rollout"}, args[0],
 			"runbook command %q: only API commands can be checked against a running ax", line)
 		out, err := runAx(t, append(args, "--api", "http://"+a.addr)...)
 		require.NoError(t, err, "runbook command %q failed; it printed:\n%s", line, out)

@@ -176,11 +176,17 @@ func newCluster(t *testing.T) *cluster {
 // service starts `ax <svc>` and waits for its /readyz.
 func (c *cluster) service(t *testing.T, svc, node string, extra ...string) *proc {
 	t.Helper()
+	return c.serviceEnv(t, nil, svc, node, extra...)
+}
+
+// serviceEnv is service with extra environment variables (NAME=value).
+func (c *cluster) serviceEnv(t *testing.T, env []string, svc, node string, extra ...string) *proc {
+	t.Helper()
 	addr := fmt.Sprintf("127.0.0.1:%d", testenv.FreePort(t))
 	// Executors serve the demonstration types unless a test says otherwise.
 	args := append([]string{svc, "--http", addr, "--node", node, "--builtins"}, c.commonFl...)
 	args = append(args, extra...)
-	p := start(t, node, c.bin, args...)
+	p := startEnv(t, node, c.bin, env, args...)
 	p.addr = addr
 	waitReady(t, p, addr)
 	if svc == "submitter" {

@@ -21,7 +21,7 @@ func newRootCmd() *cobra.Command {
 	for _, s := range app.AllServices {
 		root.AddCommand(newServerCmd(string(s), "Run the "+string(s)+" service against an external NATS server", []app.Service{s}, false))
 	}
-	root.AddCommand(newMigrateCmd(), newKeyCmd(), newTaskCmd(), newWorkflowCmd(), newLineageCmd(), newDLQCmd(), newTypeCmd(), newNodesCmd(), newStatsCmd(), newWhoAmICmd(), newScheduleCmd(), newBenchCmd(), newNATSConfigCmd(), newVersionCmd())
+	root.AddCommand(newMigrateCmd(), newKeyCmd(), newTaskCmd(), newWorkflowCmd(), newLineageCmd(), newDLQCmd(), newTypeCmd(), newRolloutCmd(), newNodesCmd(), newStatsCmd(), newWhoAmICmd(), newScheduleCmd(), newBenchCmd(), newNATSConfigCmd(), newVersionCmd())
 	refuseUnknownSubcommands(root)
 	return root
 }
@@ -67,7 +67,7 @@ func newServerCmd(name, short string, services []app.Service, embedded bool) *co
 			if err != nil {
 				return err
 			}
-			cfg.Types = types
+			cfg.Types = faultSlower(types, logger)
 			cfg.NATSTypes = f.natsTypes()
 			cfg.Executor.AfterLease = faultKillAfterLease(logger)
 			cfg.Executor.HeartbeatInterval = f.heartbeat

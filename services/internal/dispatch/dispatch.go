@@ -69,6 +69,13 @@ type Config struct {
 type Task struct {
 	Lane     contracts.Priority
 	Dispatch events.TaskDispatched
+	// Key (biz_key, or the ID) and Pinned (the version that last ran it)
+	// come from the task row, which only the dispatcher reads: Place routes
+	// a task of a type in rollout by them. Such a task that was not placed
+	// is handed to the dispatcher (a TaskDue) instead of an executor.
+	Key    string
+	Pinned string
+	placed string // the node token Place chose
 }
 
 // Sender routes, publishes and marks dispatches.
@@ -138,18 +145,33 @@ func (s *Sender) Ready(ctx context.Context, refs []events.TaskRef) []Task {
 }
 
 // Messages appends the tasks' dispatches, on their owners' subjects, to
-// msgs.
-func (s *Sender) Messages(msgs []bus.Msg, tasks []Task) ([]bus.Msg, error) {
+// msgs. A task of a type in rollout that Place did not route goes to the
+// dispatcher as a due command: only it reads the key and pinned version
+// the choice needs, so direct dispatch steps aside for such types.
+func (s *Sender) Messages(ctx context.Context, msgs []bus.Msg, tasks []Task) ([]bus.Msg, error) {
 	table := s.router.Table()
+	canaries := s.canaries()
 	for i := range tasks {
 		task := &tasks[i].Dispatch
+		if tasks[i].placed == "" && canaries.of(ctx, task.Type) != nil {
+			data, err := events.Encode(events.TaskDue{TaskID: task.TaskID, Priority: tasks[i].Lane, NextRunTimeMs: task.NextRunTimeMs})
+			if err != nil {
+				return nil, fmt.Errorf("encode due command of task %d: %w", task.TaskID, err)
+			}
+			msgs = append(msgs, bus.Msg{Subject: events.SubjectDue, EventType: events.TypeTaskDue,
+				CorrelationID: strconv.FormatInt(task.TaskID, 10), Data: data})
+			continue
+		}
 		data, err := events.Encode(task)
 		if err != nil {
 			return nil, fmt.Errorf("encode dispatch of task %d: %w", task.TaskID, err)
 		}
-		token := events.SharedToken
-		if owner, ok := table.Owner(task.Type, task.TaskID); ok {
-			token = events.NodeToken(owner)
+		token := tasks[i].placed
+		if token == "" {
+			token = events.SharedToken
+			if owner, ok := table.Owner(task.Type, task.TaskID); ok {
+				token = events.NodeToken(owner)
+			}
 		}
 		msgs = append(msgs, bus.Msg{Subject: events.ExecSubject(task.Type, tasks[i].Lane, token), EventType: events.TypeTaskDispatched,
 			CorrelationID: strconv.FormatInt(task.TaskID, 10), Data: data})
@@ -185,7 +207,7 @@ func (s *Sender) Send(ctx context.Context, conn *bus.Conn, tasks []Task) error {
 	if len(tasks) == 0 {
 		return nil
 	}
-	msgs, err := s.Messages(make([]bus.Msg, 0, len(tasks)), tasks)
+	msgs, err := s.Messages(ctx, make([]bus.Msg, 0, len(tasks)), tasks)
 	if err != nil {
 		return err
 	}

@@ -72,3 +72,7 @@ func (k Keys) Nodes() string { return k.Prefix + ":nodes" }
 // RetentionLease names the reaper that prunes finished tasks, holding
 // "<node>/<random>" with an expiry: one reaper prunes at a time.
 func (k Keys) RetentionLease() string { return k.Prefix + ":reaper:retention" }
+
+// RolloutLease names the reaper whose guard drives the rollouts, holding
+// its holder name with an expiry: one guard at a time.
+func (k Keys) RolloutLease() string { return k.Prefix + ":reaper:rollout" }

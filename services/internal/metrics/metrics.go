@@ -222,4 +222,41 @@ var (
 	ReaperSuspendedSettled = promauto.NewCounter(prometheus.CounterOpts{
 		Name: "ax_reaper_suspended_settled_total", Help: "SUSPEND tasks whose parents had all ended, settled by the reaper's reconciler instead of the parents' final transfers.",
 	})
+
+	// RolloutRouted counts dispatches of types in rollout by the side
+	// (canary or stable) their version put them on.
+	RolloutRouted = promauto.NewCounterVec(prometheus.CounterOpts{
+		Name: "ax_rollout_routed_total", Help: "Dispatches of a type in rollout by side (canary, stable).",
+	}, []string{"type", "side"})
+	// RolloutFallbacks counts tasks sent to the other side because theirs
+	// had no live executor past the grace.
+	RolloutFallbacks = promauto.NewCounterVec(prometheus.CounterOpts{
+		Name: "ax_rollout_fallbacks_total", Help: "Tasks of a type in rollout sent to the other side because the side they were meant for (label) had no live executor past the grace.",
+	}, []string{"type", "side"})
+	// RolloutPercent is the share of new tasks the canary gets.
+	RolloutPercent = promauto.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "ax_rollout_percent", Help: "Percent of the type's new tasks routed to its rollout's canary version, published by the reaper guarding rollouts (0 after a rollback, 100 once promoted).",
+	}, []string{"type"})
+	// RolloutRuns, RolloutFailureRate, RolloutTimeoutRate and
+	// RolloutP99Seconds are what the guard last saw over its window.
+	RolloutRuns = promauto.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "ax_rollout_window_runs", Help: "Finished runs in the guard's window by side (canary, stable).",
+	}, []string{"type", "side"})
+	RolloutFailureRate = promauto.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "ax_rollout_failure_rate", Help: "Failed runs over runs in the guard's window by side.",
+	}, []string{"type", "side"})
+	RolloutTimeoutRate = promauto.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "ax_rollout_timeout_rate", Help: "Timed-out runs over runs in the guard's window by side.",
+	}, []string{"type", "side"})
+	RolloutP99Seconds = promauto.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "ax_rollout_p99_seconds", Help: "p99 run time in the guard's window by side.",
+	}, []string{"type", "side"})
+	// RolloutRollbacks counts rollbacks, automatic (guard breach) or manual.
+	RolloutRollbacks = promauto.NewCounterVec(prometheus.CounterOpts{
+		Name: "ax_rollout_rollbacks_total", Help: "Rollouts rolled back, by trigger: guard (automatic, on a breach) or manual.",
+	}, []string{"type", "trigger"})
+	// RolloutSteps counts guard advances and promotions.
+	RolloutSteps = promauto.NewCounterVec(prometheus.CounterOpts{
+		Name: "ax_rollout_steps_total", Help: "Rollout moves up a step or to 100 % (action: advance, promote), automatic or manual.",
+	}, []string{"type", "action"})
 )

@@ -38,6 +38,8 @@ var (
 	Hops = []string{HopSend, HopStore, HopFetch, HopClaim, HopStart, HopOutcome}
 	// ExecutorStates are the values of ax_cluster_executors's state.
 	ExecutorStates = []string{"alive", "dead"}
+	// RolloutSides are the values of the rollout metrics' side label.
+	RolloutSides = []string{"canary", "stable"}
 	// prunedStatuses are the states retention deletes.
 	prunedStatuses = []contracts.Status{contracts.StatusSuccess, contracts.StatusCancelled, contracts.StatusFailed, contracts.StatusTimeout}
 )
@@ -90,6 +92,27 @@ func InitType(name string) {
 	Dispatched.WithLabelValues(name)
 	DispatchedLean.WithLabelValues(name)
 	ReaperTimedOut.WithLabelValues(name)
+	initRollout(name)
+}
+
+// initRollout creates a type's rollout series at zero: a type that never
+// had a rollout reads 0 %, no runs, no rollback.
+func initRollout(name string) {
+	RolloutPercent.WithLabelValues(name)
+	for _, side := range RolloutSides {
+		RolloutRouted.WithLabelValues(name, side)
+		RolloutFallbacks.WithLabelValues(name, side)
+		RolloutRuns.WithLabelValues(name, side)
+		RolloutFailureRate.WithLabelValues(name, side)
+		RolloutTimeoutRate.WithLabelValues(name, side)
+		RolloutP99Seconds.WithLabelValues(name, side)
+	}
+	for _, t := range []string{"guard", "manual"} {
+		RolloutRollbacks.WithLabelValues(name, t)
+	}
+	for _, a := range []string{"advance", "promote"} {
+		RolloutSteps.WithLabelValues(name, a)
+	}
 }
 
 // Observed is how many observations a histogram holds and their sum:

@@ -420,7 +420,7 @@ func (r *Relay) publish(ctx context.Context, rows []store.OutboxRow) error {
 	msgs := make([]bus.Msg, 0, len(tasks)+len(rows))
 	if len(tasks) > 0 {
 		var err error
-		if msgs, err = r.cfg.Dispatch.Messages(msgs, tasks); err != nil {
+		if msgs, err = r.cfg.Dispatch.Messages(ctx, msgs, tasks); err != nil {
 			return err
 		}
 	}

@@ -21,23 +21,38 @@ import (
 	"github.com/axsched/ax/services/internal/ring"
 )
 
-// Table is one snapshot of the routing: a ring per served type.
+// Table is one snapshot of the routing: a ring per served type, and for a
+// type in rollout, rings of its canary version's nodes and of the others.
 type Table struct {
 	cfg   ring.Config
 	rings map[string]*ring.Ring
 	key   string // the members and their types, to tell a change
+	// versions are the live nodes of each type by version.
+	versions map[string]map[string][]string
+
+	mu    sync.Mutex
+	split map[splitKey]*ring.Ring // built on first use
+}
+
+type splitKey struct {
+	typ, canary string
+	onCanary    bool
 }
 
 // Build computes the rings of the live nodes in nodes.
 func Build(nodes []contracts.Node, cfg ring.Config) *Table {
-	t := &Table{cfg: cfg, rings: map[string]*ring.Ring{}}
+	t := &Table{cfg: cfg, rings: map[string]*ring.Ring{}, versions: map[string]map[string][]string{}}
 	var key strings.Builder
 	for _, n := range nodes {
 		if !n.Alive {
 			continue
 		}
-		key.WriteString(n.Name + "=" + strings.Join(n.Types, ",") + ";")
+		key.WriteString(n.Name + "@" + n.Version + "=" + strings.Join(n.Types, ",") + ";")
 		for _, typ := range n.Types {
+			if t.versions[typ] == nil {
+				t.versions[typ] = map[string][]string{}
+			}
+			t.versions[typ][n.Version] = append(t.versions[typ][n.Version], n.Name)
 			r := t.rings[typ]
 			if r == nil {
 				r = ring.New(cfg)
@@ -69,6 +84,42 @@ func (t *Table) Owner(taskType string, taskID int64) (string, bool) {
 	return owner, owner != ""
 }
 
+// VersionOwner returns the owner of the task's shard on the ring of the
+// type's live nodes of version canary (onCanary) or of every other
+// version, or false when that side has no live node.
+func (t *Table) VersionOwner(taskType, canary string, onCanary bool, taskID int64) (string, bool) {
+	k := splitKey{typ: taskType, canary: canary, onCanary: onCanary}
+	t.mu.Lock()
+	r, built := t.split[k]
+	if !built {
+		r = ring.New(t.cfg)
+		for v, names := range t.versions[taskType] {
+			if (v == canary) == onCanary {
+				for _, n := range names {
+					r.Add(n)
+				}
+			}
+		}
+		if t.split == nil {
+			t.split = map[splitKey]*ring.Ring{}
+		}
+		t.split[k] = r
+	}
+	t.mu.Unlock()
+	owner := r.Owner(ring.Shard(taskID, r.Shards()))
+	return owner, owner != ""
+}
+
+// Versions returns, for each version, whether a live node of it serves the
+// type.
+func (t *Table) Versions(taskType string) map[string]bool {
+	out := map[string]bool{}
+	for v := range t.versions[taskType] {
+		out[v] = true
+	}
+	return out
+}
+
 // TypeShards returns, for every type node serves, the shards it owns.
 func (t *Table) TypeShards(node string) map[string][]int {
 	out := map[string][]int{}
@@ -91,6 +142,13 @@ type Router struct {
 
 	mu    sync.RWMutex
 	table *Table
+	// seen is when each type's version last had a live node, by this
+	// router's refreshes: how long a version has been gone, for the grace.
+	seen map[string]map[string]time.Time
+	// started is when the router was made: a version it has not seen yet
+	// counts as seen then, so a router that has just started (or not yet
+	// heard of a node that joined) does not fall back at once.
+	started time.Time
 }
 
 // RefreshInterval is how often a Router re-reads the registry; a node that
@@ -104,7 +162,7 @@ func NewRouter(rdb redis.UniversalClient, key string, clk clock.Clock, heartbeat
 		heartbeat = membership.IntervalDefault
 	}
 	return &Router{rdb: rdb, key: key, clock: clk, deadAfter: membership.DeadAfter(heartbeat), cfg: cfg,
-		logger: logger, table: Build(nil, cfg)}
+		logger: logger, table: Build(nil, cfg), started: time.Now()}
 }
 
 // Refresh re-reads the registry and swaps in a new table when the members
@@ -115,7 +173,19 @@ func (r *Router) Refresh(ctx context.Context) error {
 		return err
 	}
 	t := Build(nodes, r.cfg)
+	now := time.Now()
 	r.mu.Lock()
+	if r.seen == nil {
+		r.seen = map[string]map[string]time.Time{}
+	}
+	for typ, vs := range t.versions {
+		if r.seen[typ] == nil {
+			r.seen[typ] = map[string]time.Time{}
+		}
+		for v := range vs {
+			r.seen[typ][v] = now
+		}
+	}
 	changed := t.key != r.table.key
 	if changed {
 		r.table = t
@@ -143,6 +213,21 @@ func (r *Router) Run(ctx context.Context) error {
 		case <-tick.C:
 		}
 	}
+}
+
+// LastSeen returns when the type last had a live node of version canary
+// (onCanary) or of another version, by this router's refreshes; when the
+// router started if never since.
+func (r *Router) LastSeen(taskType, canary string, onCanary bool) time.Time {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	last := r.started
+	for v, at := range r.seen[taskType] {
+		if (v == canary) == onCanary && at.After(last) {
+			last = at
+		}
+	}
+	return last
 }
 
 // Table returns the current table.

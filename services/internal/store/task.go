@@ -28,6 +28,8 @@ type Task struct {
 	MaxRetries    int
 	TimeoutMs     int64
 	ExecutorAddr  string
+	// ExecVersion is the version of the executor that last claimed it.
+	ExecVersion   string
 	LastHeartbeat *time.Time
 	LastError     string
 	// Result is what the handler returned (JSON), nil when none.
@@ -60,6 +62,7 @@ func (t *Task) API() contracts.Task {
 		Timeout:     (time.Duration(t.TimeoutMs) * time.Millisecond).String(),
 		NextRunTime: time.UnixMilli(t.NextRunTimeMs).UTC(),
 		Executor:    t.ExecutorAddr,
+		Version:     t.ExecVersion,
 		LastError:   t.LastError,
 		CreatedAt:   t.CreatedAt,
 		UpdatedAt:   t.UpdatedAt,
@@ -78,7 +81,7 @@ func (t *Task) API() contracts.Task {
 
 const taskColumns = `id, task_type, priority, biz_key, payload, status, next_run_time, attempt,
 	retry_count, max_retry_count, timeout_ms, executor_addr, last_heartbeat_time, last_error,
-	result, progress_pct, progress_message, progress_at, created_at, updated_at`
+	result, progress_pct, progress_message, progress_at, created_at, updated_at, exec_version`
 
 type rowScanner interface{ Scan(dest ...any) error }
 
@@ -94,10 +97,11 @@ func scanTask(r rowScanner) (*Task, error) {
 		pct       sql.NullInt64
 		msg       sql.NullString
 		pctAt     sql.NullTime
+		version   sql.NullString
 	)
 	err := r.Scan(&t.ID, &t.Type, &prio, &bizKey, &t.Payload, &status, &t.NextRunTimeMs, &t.Attempt,
 		&t.RetryCount, &t.MaxRetries, &t.TimeoutMs, &executor, &heartbeat, &lastError,
-		&t.Result, &pct, &msg, &pctAt, &t.CreatedAt, &t.UpdatedAt)
+		&t.Result, &pct, &msg, &pctAt, &t.CreatedAt, &t.UpdatedAt, &version)
 	if err != nil {
 		return nil, err
 	}
@@ -107,7 +111,7 @@ func scanTask(r rowScanner) (*Task, error) {
 		k := string(bizKey)
 		t.BizKey = &k
 	}
-	t.ExecutorAddr = executor.String
+	t.ExecutorAddr, t.ExecVersion = executor.String, version.String
 	t.LastError = lastError.String
 	if heartbeat.Valid {
 		hb := heartbeat.Time
@@ -145,6 +149,10 @@ type DueTask struct {
 	TimeoutMs     int64
 	RetryCount    int
 	MaxRetries    int
+	// BizKey and ExecVersion route a type in rollout: the key picks a new
+	// task's version, and a task that ran keeps its own.
+	BizKey      string
+	ExecVersion string
 }
 
 // DueTasks reads the DueTask of each of ids that exists, in one query per
@@ -157,7 +165,8 @@ func (s *Store) DueTasks(ctx context.Context, ids []int64) (map[int64]*DueTask, 
 			args[i] = id
 		}
 		rows, err := s.db.QueryContext(ctx, `SELECT id, task_type, priority, status, attempt, next_run_time,
-			timeout_ms, retry_count, max_retry_count FROM tasks WHERE id IN (?`+strings.Repeat(", ?", len(chunk)-1)+`)`, args...)
+			timeout_ms, retry_count, max_retry_count, COALESCE(biz_key, ''), COALESCE(exec_version, '')
+			FROM tasks WHERE id IN (?`+strings.Repeat(", ?", len(chunk)-1)+`)`, args...)
 		if err != nil {
 			return nil, fmt.Errorf("read %d due task(s): %w", len(chunk), err)
 		}
@@ -168,7 +177,7 @@ func (s *Store) DueTasks(ctx context.Context, ids []int64) (map[int64]*DueTask, 
 				status string
 			)
 			if err := rows.Scan(&t.ID, &t.Type, &prio, &status, &t.Attempt, &t.NextRunTimeMs,
-				&t.TimeoutMs, &t.RetryCount, &t.MaxRetries); err != nil {
+				&t.TimeoutMs, &t.RetryCount, &t.MaxRetries, &t.BizKey, &t.ExecVersion); err != nil {
 				rows.Close()
 				return nil, fmt.Errorf("read due tasks: %w", err)
 			}

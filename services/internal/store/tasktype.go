@@ -29,6 +29,20 @@ type TaskType struct {
 	// Paused types are not dispatched; their tasks wait READY.
 	Paused    bool
 	UpdatedAt time.Time
+	// Canary is the routing half of the type's rollout (nil: none; see
+	// Rollout for the plan and the guard). Changed only by the rollout's
+	// own writes, never by UpdateType.
+	Canary *Canary
+}
+
+// Canary is how a type's new tasks are split between versions: tasks whose
+// key hashes below Percent go to executors of Version, the rest to the
+// others; a task that ran keeps its version. Grace bounds how long a task
+// waits for an absent version before it falls back.
+type Canary struct {
+	Version string
+	Percent int
+	Grace   time.Duration
 }
 
 // API converts the row to its public JSON shape.
@@ -52,15 +66,20 @@ func msString(ms int64) string {
 }
 
 const typeColumns = `name, timeout_ms, max_retries, priority, concurrency, backoff_base_ms, backoff_cap_ms,
-	fail_silently, paused, updated_at`
+	fail_silently, paused, updated_at, canary_version, canary_percent, canary_grace_ms`
 
 func scanType(r rowScanner) (*TaskType, error) {
 	var t TaskType
-	var prio int
+	var prio, pct int
+	var canary sql.NullString
+	var graceMs int64
 	err := r.Scan(&t.Name, &t.TimeoutMs, &t.MaxRetries, &prio, &t.Concurrency, &t.BackoffBaseMs,
-		&t.BackoffCapMs, &t.FailSilently, &t.Paused, &t.UpdatedAt)
+		&t.BackoffCapMs, &t.FailSilently, &t.Paused, &t.UpdatedAt, &canary, &pct, &graceMs)
 	if err != nil {
 		return nil, err
+	}
+	if canary.Valid {
+		t.Canary = &Canary{Version: canary.String, Percent: pct, Grace: time.Duration(graceMs) * time.Millisecond}
 	}
 	t.Priority = contracts.PriorityFromRank(prio)
 	return &t, nil

@@ -34,6 +34,9 @@ type TransferParams struct {
 	// fresh heartbeat. Used for READY -> RUNNING.
 	Claim    bool
 	Executor string
+	// ExecVersion, on a claim, records the claimant's version on the task
+	// (empty: left as it is).
+	ExecVersion string
 	// LastError, when set, is stored on the task.
 	LastError *string
 	// NextRunTimeMs, when set, becomes the task's due time.
@@ -447,6 +450,10 @@ func setClause(p TransferParams) (string, []any) {
 		set = append(set, "attempt = attempt + 1", "executor_addr = ?", "last_heartbeat_time = NOW(3)", "started_at = NOW(3)",
 			"progress_pct = NULL", "progress_message = NULL", "progress_at = NULL")
 		args = append(args, p.Executor)
+		if p.ExecVersion != "" {
+			set = append(set, "exec_version = ?")
+			args = append(args, p.ExecVersion)
+		}
 	}
 	if p.IncrementRetry {
 		set = append(set, "retry_count = retry_count + 1")
