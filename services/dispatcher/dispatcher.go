@@ -127,6 +127,9 @@ func (d *Dispatcher) handleDue(ctx context.Context, msgs []jetstream.Msg) error 
 			metrics.DispatchSkipped.WithLabelValues("undecodable").Inc()
 			continue
 		}
+		if h := m.Headers(); h != nil {
+			due.TraceParent = h.Get(events.HeaderTraceParent)
+		}
 		dues = append(dues, due)
 	}
 	return d.DispatchBatch(ctx, dues)
@@ -203,7 +206,7 @@ func (d *Dispatcher) DispatchBatch(ctx context.Context, dues []events.TaskDue) e
 		h := &handOff{lane: lane, task: events.TaskDispatched{
 			TaskID: task.ID, Type: task.Type, Attempt: task.Attempt,
 			TimeoutMs: task.TimeoutMs, NextRunTimeMs: task.NextRunTimeMs, Load: lean,
-		}}
+		}, trace: due.TraceParent}
 		if task.Status == contracts.StatusRetrying {
 			// Its backoff has elapsed: it becomes READY (fenced, so a racing
 			// dispatcher replica or a cancel wins cleanly) and goes on at once.
@@ -271,6 +274,7 @@ type handOff struct {
 	// retrying is 1 + the index of its RETRYING -> READY chain, or 0.
 	retrying int
 	early    time.Duration
+	trace    string
 }
 
 // handOff publishes the tasks to their executors' subjects, awaiting every
@@ -281,7 +285,7 @@ func (d *Dispatcher) handOff(ctx context.Context, hs []*handOff) error {
 	}
 	tasks := make([]dispatch.Task, len(hs))
 	for i, h := range hs {
-		tasks[i] = dispatch.Task{Lane: h.lane, Dispatch: h.task}
+		tasks[i] = dispatch.Task{Lane: h.lane, Dispatch: h.task, TraceParent: h.trace, By: "dispatcher"}
 	}
 	return d.send.Send(ctx, d.conn, tasks)
 }

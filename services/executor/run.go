@@ -37,6 +37,9 @@ type run struct {
 	leaseOut   atomic.Bool
 	// report holds the handler's result and paces its progress writes.
 	report *report
+	// trace is the trace context the run joins: the dispatch's header,
+	// or the one stored with the task (tracing).
+	trace string
 }
 
 // take claims the task of h and starts it; it releases the slot it was
@@ -93,6 +96,11 @@ func (e *Executor) newRun(p *pool, h *head, typeTimeout time.Duration) *run {
 		lockVal: lease.Value(e.cfg.Node, next),
 		pool:    p,
 	}
+	if h.msg != nil {
+		if hd := h.msg.Headers(); hd != nil {
+			r.trace = hd.Get(events.HeaderTraceParent)
+		}
+	}
 	timeout := time.Duration(d.TimeoutMs) * time.Millisecond
 	if d.Load {
 		// A lean dispatch does not say the task's timeout. The lease starts
@@ -130,6 +138,11 @@ func (e *Executor) claimed(r *run, f *store.RunFields) (resize bool) {
 	}
 	r.task.Payload = f.Payload
 	r.retryCount, r.maxRetries = f.RetryCount, f.MaxRetries
+	if r.trace == "" {
+		// A dispatch without the header (from a sender that predates it):
+		// the row knows the trace.
+		r.trace = f.TraceParent
+	}
 	before := r.lockTTL
 	r.setDeadline(time.Duration(f.TimeoutMs)*time.Millisecond, e.cfg.LockTTL)
 	return r.lockTTL != before
@@ -422,9 +435,11 @@ func (e *Executor) execute(p *pool, r *run) {
 
 	tctx, tcancel := context.WithTimeoutCause(ctx, r.deadline, errTimeout)
 	defer tcancel()
+	tctx, endSpan := e.runSpan(tctx, r)
 	start := time.Now()
 	err := e.callHandler(tctx, p.spec.Handler, r)
 	metrics.ExecutorRunSeconds.WithLabelValues(r.task.Type).Observe(time.Since(start).Seconds())
+	endSpan(err)
 	// Stop renewing before finish releases the lock, or the watchdog would
 	// take the release for a lost lease.
 	e.track(r, false)

@@ -210,6 +210,9 @@ type NewTask struct {
 	// (a workflow's first steps, compensations): its final transfer then
 	// looks for children and its workflow.
 	DAG bool
+	// TraceParent is the W3C trace context every span of the task joins
+	// (tracing); empty for none.
+	TraceParent string
 }
 
 // Dependency is one parent of a task and the condition it must meet.
