@@ -82,6 +82,7 @@ Progress goes to stderr, results to stdout. See docs/benchmarks.md.`,
 	fs.StringVar(&cfg.RedisAddr, "redis-addr", bench.RedisAddrDefault, "local mode: Redis for the started ax (a fresh key prefix per run, deleted after)")
 	fs.StringVar(&cfg.CPUProfileDir, "cpuprofile", "", "local mode: directory where the ax processes write CPU profiles, one file per run and process (<workload>-<rep>-<process>.pprof)")
 	fs.StringArrayVar(&cfg.AxFlags, "ax-flag", nil, "local mode: pass a flag to every started ax process, e.g. --ax-flag=--relay-gap-tracking=false (repeatable)")
+	fs.BoolVar(&cfg.Trace, "trace", false, "local mode: ax exports trace spans (--otlp-endpoint) to a collector in the harness, which counts them (spans_exported): the cost of tracing")
 	fs.StringVar(&cfg.API, "api", "", "remote mode: submitter base URL of a running deployment")
 	fs.StringVar(&cfg.NATSURL, "nats-url", "", "remote mode: the deployment's NATS, where ax.bench reports arrive")
 	fs.StringArrayVar(&pids, "pid", nil, "remote mode: sample a process's CPU and RSS, as name=PID (repeatable)")

@@ -2,25 +2,20 @@ package main
 
 import (
 	"bytes"
-	"compress/gzip"
 	"context"
 	"encoding/hex"
 	"fmt"
-	"io"
-	"net/http"
 	"net/http/httptest"
 	"slices"
 	"strconv"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
-	coltrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/axsched/ax/contracts"
+	"github.com/axsched/ax/services/internal/otlpsink"
 	"github.com/axsched/ax/services/internal/testenv"
 )
 
@@ -33,36 +28,10 @@ type span struct {
 	startNano, endNano uint64
 }
 
-// otlpReceiver is an OTLP/HTTP trace collector in the test process: it
-// decodes the protobuf export requests the services send and keeps every
-// span.
-type otlpReceiver struct {
-	mu    sync.Mutex
-	spans []span
-}
-
-func (o *otlpReceiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	var body io.Reader = r.Body
-	if r.Header.Get("Content-Encoding") == "gzip" {
-		zr, err := gzip.NewReader(r.Body)
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
-			return
-		}
-		body = zr
-	}
-	data, err := io.ReadAll(body)
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
-		return
-	}
-	var req coltrace.ExportTraceServiceRequest
-	if r.URL.Path != "/v1/traces" || proto.Unmarshal(data, &req) != nil {
-		http.Error(w, "want an OTLP trace export on /v1/traces", http.StatusBadRequest)
-		return
-	}
-	o.mu.Lock()
-	for _, rs := range req.ResourceSpans {
+// received flattens the spans sink kept.
+func received(sink *otlpsink.Sink) []span {
+	var out []span
+	for _, rs := range sink.Spans() {
 		service := ""
 		for _, kv := range rs.GetResource().GetAttributes() {
 			if kv.Key == "service.name" {
@@ -71,14 +40,11 @@ func (o *otlpReceiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		for _, ss := range rs.ScopeSpans {
 			for _, s := range ss.Spans {
-				o.spans = append(o.spans, flatten(service, s))
+				out = append(out, flatten(service, s))
 			}
 		}
 	}
-	o.mu.Unlock()
-	out, _ := proto.Marshal(&coltrace.ExportTraceServiceResponse{})
-	w.Header().Set("Content-Type", "application/x-protobuf")
-	_, _ = w.Write(out)
+	return out
 }
 
 func flatten(service string, s *tracepb.Span) span {
@@ -97,12 +63,10 @@ func flatten(service string, s *tracepb.Span) span {
 		startNano: s.StartTimeUnixNano, endNano: s.EndTimeUnixNano}
 }
 
-// of returns the spans of one trace.
-func (o *otlpReceiver) of(traceID string) []span {
-	o.mu.Lock()
-	defer o.mu.Unlock()
+// traceOf returns the spans of one trace that sink received.
+func traceOf(sink *otlpsink.Sink, traceID string) []span {
 	var out []span
-	for _, s := range o.spans {
+	for _, s := range received(sink) {
 		if s.traceID == traceID {
 			out = append(out, s)
 		}
@@ -136,7 +100,7 @@ func find(spans []span, service, name string, attr ...string) *span {
 // them under the caller's trace, sent as the submission's traceparent.
 func TestOneTracePerTaskAcrossFiveServices(t *testing.T) {
 	c := newCluster(t)
-	recv := &otlpReceiver{}
+	recv := &otlpsink.Sink{Keep: true}
 	srv := httptest.NewServer(recv)
 	t.Cleanup(srv.Close)
 	// Spans leave each process within 100 ms, so a SIGKILL loses little.
@@ -175,7 +139,7 @@ func TestOneTracePerTaskAcrossFiveServices(t *testing.T) {
 
 	testenv.Eventually(t, 60*time.Second, "the dispatcher re-routed every moved task", func() bool {
 		for _, id := range ids {
-			if find(recv.of(traces[id]), "ax-dispatcher", "ax.dispatch", "ax.dispatch.by", "dispatcher") == nil {
+			if find(traceOf(recv, traces[id]), "ax-dispatcher", "ax.dispatch", "ax.dispatch.by", "dispatcher") == nil {
 				return false
 			}
 		}
@@ -187,7 +151,7 @@ func TestOneTracePerTaskAcrossFiveServices(t *testing.T) {
 	})
 	testenv.Eventually(t, 30*time.Second, "the success transfers exported", func() bool {
 		for _, id := range ids {
-			if find(recv.of(traces[id]), "ax-executor", "ax.transfer", "ax.to", "SUCCESS") == nil {
+			if find(traceOf(recv, traces[id]), "ax-executor", "ax.transfer", "ax.to", "SUCCESS") == nil {
 				return false
 			}
 		}
@@ -195,7 +159,7 @@ func TestOneTracePerTaskAcrossFiveServices(t *testing.T) {
 	})
 
 	for _, id := range ids {
-		spans := recv.of(traces[id])
+		spans := traceOf(recv, traces[id])
 		services := map[string]bool{}
 		for _, s := range spans {
 			services[s.service] = true
@@ -225,7 +189,7 @@ func TestOneTracePerTaskAcrossFiveServices(t *testing.T) {
 		require.NotNil(t, find(spans, "ax-submitter", "ax.transfer", "ax.to", "READY"), "task %d: first READY", id)
 		t.Logf("task %d: %d spans from %d services in trace %s", id, len(spans), len(services), traces[id])
 	}
-	logTrace(t, recv.of(traces[ids[1]]))
+	logTrace(t, traceOf(recv, traces[ids[1]]))
 }
 
 // ancestry names the ancestors of s from its parent up, each distinct
