@@ -60,7 +60,7 @@ Progress goes to stderr, results to stdout. See docs/benchmarks.md.`,
 		},
 	}
 	fs := cmd.Flags()
-	fs.StringSliceVar(&cfg.Workloads, "workload", bench.AllWorkloads, "workloads to run, comma-separated; also retention (pruning a million finished tasks under the latency workload), schedules (fire lateness of --schedules-n every-second schedules), chains (two-step workflows: release latency, chains/s, lineage of 1,000 steps) and find (list and stats latency on a million tasks), run only when named")
+	fs.StringSliceVar(&cfg.Workloads, "workload", bench.AllWorkloads, "workloads to run, comma-separated; also retention (pruning a million finished tasks under the latency workload), schedules (fire lateness of --schedules-n every-second schedules), chains (two-step workflows: release latency, chains/s, lineage of 1,000 steps) and find (list and stats latency and console page loads on a million tasks), run only when named")
 	fs.IntVar(&cfg.N, "n", bench.NDefault, "throughput: tasks per run")
 	fs.IntVar(&cfg.Rate, "rate", bench.RateDefault, "latency, delayed: submissions per second (open loop, one task per HTTP call)")
 	fs.DurationVar(&cfg.Duration, "duration", bench.DurationDefault, "latency, delayed: how long the open loop submits")
