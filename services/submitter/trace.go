@@ -2,6 +2,7 @@ package submitter
 
 import (
 	"context"
+	"strconv"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -57,6 +58,49 @@ func endSubmit(span trace.Span, task *store.Task, dedup bool, err error) {
 	if task != nil {
 		span.SetAttributes(tracing.TaskAttrs(task.ID, task.Type)...)
 		span.SetAttributes(attribute.Bool("ax.deduplicated", dedup))
+	}
+	if err != nil {
+		span.RecordError(err)
+		span.SetStatus(codes.Error, err.Error())
+	}
+	span.End()
+}
+
+// SpanWorkflow names the span of accepting a workflow.
+const SpanWorkflow = "ax.workflow.submit"
+
+// startWorkflow starts the span of a workflow submission, under the
+// request's traceparent header or as a new trace, and gives every step
+// (and compensation) its context: a workflow is one trace, each step's
+// spans under it. With tracing off the header, if any, is stored as it came.
+func startWorkflow(ctx context.Context, header string, nw *store.NewWorkflow) trace.Span {
+	parent := ""
+	if tracing.Valid(header) {
+		parent = header
+	}
+	var span trace.Span
+	if tracing.Enabled() {
+		ctx, span = tracing.Start(trace.ContextWithSpanContext(ctx, trace.SpanContext{}), parent, SpanWorkflow,
+			trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(attribute.String("ax.workflow.name", nw.Name),
+				attribute.Int("ax.workflow.steps", len(nw.Steps))))
+		parent = tracing.Current(ctx)
+	}
+	for i := range nw.Steps {
+		nw.Steps[i].Task.TraceParent = parent
+		if c := nw.Steps[i].Compensation; c != nil {
+			c.TraceParent = parent
+		}
+	}
+	return span
+}
+
+// endWorkflow ends span with what became of the submission.
+func endWorkflow(span trace.Span, wf *store.Workflow, err error) {
+	if span == nil {
+		return
+	}
+	if wf != nil {
+		span.SetAttributes(attribute.String("ax.workflow.id", strconv.FormatInt(wf.ID, 10)))
 	}
 	if err != nil {
 		span.RecordError(err)

@@ -57,3 +57,19 @@ func TestSubmitStoresTheCallersTraceContext(t *testing.T) {
 	require.NoError(t, f.st.DB().QueryRow(`SELECT COUNT(*) FROM tasks WHERE trace_parent IS NULL`).Scan(&untraced))
 	require.Equal(t, 3, untraced)
 }
+
+// TestWorkflowStepsShareTheCallersTrace: a workflow is one trace; with
+// tracing off every step keeps the request's header as it came.
+func TestWorkflowStepsShareTheCallersTrace(t *testing.T) {
+	const header = "00-11111111111111111111111111111111-2222222222222222-01"
+	f := newFixture(t)
+	req := httptest.NewRequest(http.MethodPost, "/v1/workflows", strings.NewReader(`{"name":"traced","steps":[
+		{"key":"a","type":"ax.noop"},{"key":"b","type":"ax.noop","depends_on":["a"]}]}`))
+	req.Header.Set("traceparent", header)
+	rec := httptest.NewRecorder()
+	f.mux.ServeHTTP(rec, req)
+	require.Equal(t, http.StatusCreated, rec.Code, rec.Body.String())
+	var n int
+	require.NoError(t, f.st.DB().QueryRow(`SELECT COUNT(*) FROM tasks WHERE trace_parent = ?`, header).Scan(&n))
+	require.Equal(t, 2, n, "both steps joined the caller's trace")
+}

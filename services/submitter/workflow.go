@@ -12,6 +12,7 @@ import (
 	"github.com/axsched/ax/contracts"
 	"github.com/axsched/ax/events"
 	"github.com/axsched/ax/services/internal/store"
+	"github.com/axsched/ax/services/internal/tracing"
 )
 
 // workflowBodyLimit bounds a workflow's body, like a batch's.
@@ -53,6 +54,7 @@ func (s *Submitter) handleWorkflowCreate(w http.ResponseWriter, r *http.Request)
 		dedup bool
 		err   error
 	)
+	span := startWorkflow(r.Context(), r.Header.Get(tracing.Header), nw)
 	for range batchAttempts {
 		s.assignWorkflowIDs(nw, deps)
 		wf, dedup, err = s.store.CreateWorkflow(r.Context(), *nw)
@@ -60,6 +62,7 @@ func (s *Submitter) handleWorkflowCreate(w http.ResponseWriter, r *http.Request)
 			break
 		}
 	}
+	endWorkflow(span, wf, err)
 	var taken *store.StepTakenError
 	switch {
 	case errors.As(err, &taken):

@@ -29,3 +29,17 @@ func traceIndexed(refs []store.DueRef) {
 		tracing.Child(r.TraceParent, SpanIndex, trace.SpanKindConsumer, attrs...)
 	}
 }
+
+// SpanScheduleFire names the span that starts the trace of a task a
+// schedule fired.
+const SpanScheduleFire = "ax.schedule.fire"
+
+// traceFire starts the trace of a task schedule fires (each fire a trace
+// of its own, like a submission without a caller's context) and returns
+// the context to store with it; empty with tracing off. A fire another
+// timer won leaves a span for a task that was not created.
+func traceFire(schedule string, nt *store.NewTask) string {
+	return tracing.Root(SpanScheduleFire, trace.SpanKindProducer,
+		append(tracing.TaskAttrs(nt.ID, nt.Type), attribute.String("ax.schedule", schedule),
+			attribute.String("ax.due", time.UnixMilli(nt.NextRunTimeMs).UTC().Format(time.RFC3339Nano)))...)
+}

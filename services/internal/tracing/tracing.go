@@ -203,6 +203,19 @@ func Child(tp, name string, kind trace.SpanKind, attrs ...attribute.KeyValue) st
 	if !Enabled() || tp == "" {
 		return tp
 	}
+	return mark(tp, name, kind, attrs)
+}
+
+// Root records a span named name that starts a new trace and ends now, and
+// returns its traceparent; empty when tracing is off.
+func Root(name string, kind trace.SpanKind, attrs ...attribute.KeyValue) string {
+	if !Enabled() {
+		return ""
+	}
+	return mark("", name, kind, attrs)
+}
+
+func mark(tp, name string, kind trace.SpanKind, attrs []attribute.KeyValue) string {
 	ctx, span := Start(context.Background(), tp, name, trace.WithSpanKind(kind), trace.WithAttributes(attrs...))
 	span.End()
 	if out := Current(ctx); out != "" {
