@@ -136,6 +136,9 @@ type Task struct {
 	Deduplicated bool          `json:"deduplicated,omitempty"`
 	// Origin names the schedule and fire time of a task a schedule fired.
 	Origin *TaskOrigin `json:"origin,omitempty"`
+	// TraceID is the trace the task's spans join (32 hex digits); absent
+	// for a task without a trace context.
+	TraceID string `json:"trace_id,omitempty"`
 }
 
 // MaxResultBytes bounds a task's stored result: a result is for a small

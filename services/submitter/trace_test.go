@@ -46,6 +46,11 @@ func TestSubmitStoresTheCallersTraceContext(t *testing.T) {
 			require.NoError(t, f.st.DB().QueryRow(`SELECT trace_parent FROM task_history WHERE task_id = ?`, id).Scan(&history))
 			require.Equal(t, tc.want, task.String)
 			require.Equal(t, tc.want, history.String)
+			if tc.want != "" {
+				require.Equal(t, tc.want[3:35], created.TraceID, "the API shows the trace ID")
+			} else {
+				require.Empty(t, created.TraceID)
+			}
 		})
 	}
 	rec := f.do(t, http.MethodPost, "/v1/tasks:batch", strings.NewReader(

@@ -135,6 +135,9 @@ func TestOneTracePerTaskAcrossFiveServices(t *testing.T) {
 		traces[id] = tp[3:35]
 	}
 	require.Equal(t, caller[3:35], traces[ids[0]], "the caller's trace is the task's")
+	got, err := c.api.Get(context.Background(), strconv.FormatInt(ids[1], 10))
+	require.NoError(t, err)
+	require.Equal(t, traces[ids[1]], got.TraceID, "the API names the task's trace")
 	require.Len(t, map[string]bool{traces[ids[0]]: true, traces[ids[1]]: true, traces[ids[2]]: true}, 3, "one trace per task")
 
 	testenv.Eventually(t, 60*time.Second, "the dispatcher re-routed every moved task", func() bool {

@@ -271,7 +271,7 @@ func batchResults(ctx context.Context, tx *sql.Tx, nts []NewTask, created map[in
 			out[i].Task = &Task{
 				ID: nt.ID, Type: nt.Type, Priority: nt.Priority, BizKey: nt.BizKey, Payload: nt.Payload,
 				Status: nt.Status, NextRunTimeMs: nt.NextRunTimeMs, MaxRetries: nt.MaxRetries,
-				TimeoutMs: nt.TimeoutMs, CreatedAt: stamp, UpdatedAt: stamp,
+				TimeoutMs: nt.TimeoutMs, CreatedAt: stamp, UpdatedAt: stamp, TraceParent: nt.TraceParent,
 			}
 			continue
 		}

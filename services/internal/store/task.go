@@ -37,6 +37,8 @@ type Task struct {
 	Progress  *Progress
 	CreatedAt time.Time
 	UpdatedAt time.Time
+	// TraceParent is the task's stored trace context (tracing).
+	TraceParent string
 }
 
 // Progress is how far a long run has got, as its handler said.
@@ -73,12 +75,15 @@ func (t *Task) API() contracts.Task {
 	if p := t.Progress; p != nil {
 		out.Progress = &contracts.TaskProgress{Percent: p.Percent, Message: p.Message, At: p.At}
 	}
+	if len(t.TraceParent) == 55 {
+		out.TraceID = t.TraceParent[3:35] // version-traceid-spanid-flags
+	}
 	return out
 }
 
 const taskColumns = `id, task_type, priority, biz_key, payload, status, next_run_time, attempt,
 	retry_count, max_retry_count, timeout_ms, executor_addr, last_heartbeat_time, last_error,
-	result, progress_pct, progress_message, progress_at, created_at, updated_at`
+	result, progress_pct, progress_message, progress_at, created_at, updated_at, trace_parent`
 
 type rowScanner interface{ Scan(dest ...any) error }
 
@@ -94,10 +99,11 @@ func scanTask(r rowScanner) (*Task, error) {
 		pct       sql.NullInt64
 		msg       sql.NullString
 		pctAt     sql.NullTime
+		tp        sql.NullString
 	)
 	err := r.Scan(&t.ID, &t.Type, &prio, &bizKey, &t.Payload, &status, &t.NextRunTimeMs, &t.Attempt,
 		&t.RetryCount, &t.MaxRetries, &t.TimeoutMs, &executor, &heartbeat, &lastError,
-		&t.Result, &pct, &msg, &pctAt, &t.CreatedAt, &t.UpdatedAt)
+		&t.Result, &pct, &msg, &pctAt, &t.CreatedAt, &t.UpdatedAt, &tp)
 	if err != nil {
 		return nil, err
 	}
@@ -108,6 +114,7 @@ func scanTask(r rowScanner) (*Task, error) {
 		t.BizKey = &k
 	}
 	t.ExecutorAddr = executor.String
+	t.TraceParent = tp.String
 	t.LastError = lastError.String
 	if heartbeat.Valid {
 		hb := heartbeat.Time
