@@ -152,9 +152,14 @@ func TestOneTracePerTaskAcrossFiveServices(t *testing.T) {
 	testenv.Eventually(t, 60*time.Second, "all tasks SUCCESS", func() bool {
 		return c.count(t, "status = 'SUCCESS'") == len(ids)
 	})
-	testenv.Eventually(t, 30*time.Second, "the success transfers exported", func() bool {
+	// Each process exports on its own schedule: wait until every span of
+	// the runs' ancestry has arrived.
+	testenv.Eventually(t, 30*time.Second, "the success transfers and the runs' ancestors exported", func() bool {
 		for _, id := range ids {
-			if find(traceOf(recv, traces[id]), "ax-executor", "ax.transfer", "ax.to", "SUCCESS") == nil {
+			spans := traceOf(recv, traces[id])
+			run := find(spans, "ax-executor", "ax.run")
+			if find(spans, "ax-executor", "ax.transfer", "ax.to", "SUCCESS") == nil || run == nil ||
+				!slices.Contains(ancestry(spans, run), "ax-submitter ax.submit") {
 				return false
 			}
 		}
