@@ -104,6 +104,11 @@ type SubmitRequest struct {
 	// When is the condition on every parent: success (default), failure
 	// or always. Only with Parents.
 	When string `json:"when,omitempty"`
+	// TraceParent is a W3C trace context
+	// ("00-<32 hex trace ID>-<16 hex span ID>-<2 hex flags>") the task
+	// joins; it wins over the request's traceparent header. Without either
+	// the task starts a trace of its own (when ax exports traces).
+	TraceParent string `json:"traceparent,omitempty"`
 }
 
 // Task is the API view of a task.
@@ -134,6 +139,9 @@ type Task struct {
 	Deduplicated bool          `json:"deduplicated,omitempty"`
 	// Origin names the schedule and fire time of a task a schedule fired.
 	Origin *TaskOrigin `json:"origin,omitempty"`
+	// TraceID is the trace the task's spans join (32 hex digits); absent
+	// for a task without a trace context.
+	TraceID string `json:"trace_id,omitempty"`
 }
 
 // MaxResultBytes bounds a task's stored result: a result is for a small

@@ -116,6 +116,9 @@ type TaskDue struct {
 	Type          string             `json:"type,omitempty"`
 	Attempt       int                `json:"attempt,omitempty"`
 	Status        contracts.Status   `json:"status,omitempty"`
+	// TraceParent is the task's trace context, from the message's
+	// traceparent header (HeaderTraceParent), never from its payload.
+	TraceParent string `json:"-"`
 }
 
 // Lean reports whether the command says all the dispatcher needs to hand

@@ -11,4 +11,8 @@ const (
 	// the task ID. The name matches watermill's correlation metadata key so
 	// watermill middleware sees it.
 	HeaderCorrelationID = "correlation_id"
+	// HeaderTraceParent carries the W3C trace context of the task a message
+	// is about, when it has one: the span of the service that sent it, or
+	// the task's stored context.
+	HeaderTraceParent = "traceparent"
 )

@@ -35,6 +35,7 @@ import (
 	"github.com/axsched/ax/services/internal/ring"
 	"github.com/axsched/ax/services/internal/store"
 	"github.com/axsched/ax/services/internal/tlsfiles"
+	"github.com/axsched/ax/services/internal/tracing"
 	"github.com/axsched/ax/services/reaper"
 	"github.com/axsched/ax/services/submitter"
 	"github.com/axsched/ax/services/timer"
@@ -121,6 +122,11 @@ type Config struct {
 	// change is seen at once rather than after the caches' TTL.
 	TypeCacheClock clock.Clock
 
+	// OTLPEndpoint is the OTLP/HTTP collector spans are exported to
+	// (tracing.Config.Endpoint); empty: tracing off, unless the standard
+	// OTEL_EXPORTER_OTLP_* variables name one.
+	OTLPEndpoint string
+
 	// OnReady, when set, is called with the bound HTTP address once every
 	// service is running (tests use it with HTTPAddr "127.0.0.1:0").
 	OnReady func(httpAddr string)
@@ -197,6 +203,15 @@ func Run(ctx context.Context, cfg Config, services []Service, logger *slog.Logge
 	if err := cfg.Validate(services); err != nil {
 		return fmt.Errorf("config: %w", err)
 	}
+	stopTracing, err := tracing.Setup(ctx, tracing.Config{Endpoint: cfg.OTLPEndpoint, Service: ServiceName(services), Node: cfg.Node}, logger)
+	if err != nil {
+		return fmt.Errorf("config: %w", err)
+	}
+	defer func() {
+		if err := stopTracing(ctx); err != nil {
+			logger.Warn("flushing spans failed", "err", err)
+		}
+	}()
 	d, err := openDeps(ctx, &cfg, logger)
 	if err != nil {
 		return err
@@ -212,6 +227,15 @@ func Run(ctx context.Context, cfg Config, services []Service, logger *slog.Logge
 	}
 	srv.AddCheck("services", allReady(readies))
 	return runOrdered(ctx, cfg, services, d, srv, runners, readies, logger)
+}
+
+// ServiceName is the service.name of a process's spans: ax-<service> for
+// a process running one service, ax for several (ax up).
+func ServiceName(services []Service) string {
+	if len(services) == 1 {
+		return "ax-" + string(services[0])
+	}
+	return "ax"
 }
 
 // deps are the connections and shared parts of one process, used by every

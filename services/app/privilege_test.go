@@ -61,7 +61,8 @@ func TestServicesRunAsDMLOnlyUser(t *testing.T) {
 // (Migrate) brings the schema up itself and runs.
 func TestServicesRefuseAnOlderSchema(t *testing.T) {
 	dsn := testenv.MigratedDSN(t)
-	require.NoError(t, store.MigrateDownTo(context.Background(), dsn, store.SchemaVersion-1))
+	older := testenv.PreviousSchemaVersion(t)
+	require.NoError(t, store.MigrateDownTo(context.Background(), dsn, older))
 	_, k := testenv.Redis(t)
 	for _, services := range [][]app.Service{{app.Submitter}, {app.Executor}, {app.Reaper}} {
 		cfg := app.Config{MySQLDSN: dsn, RedisAddr: "127.0.0.1:6379", RedisPrefix: k.Prefix,
@@ -71,7 +72,7 @@ func TestServicesRefuseAnOlderSchema(t *testing.T) {
 		cancel()
 		require.ErrorIs(t, err, store.ErrSchema, "%v", services)
 		require.ErrorContains(t, err, fmt.Sprintf("at version %d, this ax needs %d: run `ax migrate up` first",
-			store.SchemaVersion-1, store.SchemaVersion))
+			older, store.SchemaVersion))
 	}
 
 	sys := startSystemOn(t, dsn, app.AllServices, "127.0.0.1:6379", k.Prefix, func(c *app.Config) { c.Migrate = true })

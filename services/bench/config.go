@@ -86,6 +86,10 @@ type Config struct {
 	// AxFlags are passed to every ax process local mode starts, after its
 	// own flags (so they win), e.g. --relay-gap-tracking=false.
 	AxFlags []string
+	// Trace makes every started ax export its spans (--otlp-endpoint) to a
+	// collector in the harness that counts them (local mode): what
+	// tracing costs, against a run without.
+	Trace bool
 
 	// API is the submitter of a running deployment (remote mode); NATSURL
 	// is its NATS, PIDs the processes whose cost to report.

@@ -60,7 +60,8 @@ func findQueries(now time.Time) []findQuery {
 }
 
 // find seeds FindN tasks, starts ax on them (retention off, so nothing is
-// pruned meanwhile) and times the list and the stats through the API.
+// pruned meanwhile) and times the list and the stats through the API, then
+// the web console's pages (timeConsole).
 func find(ctx context.Context, cfg *Config, label string) ([]Metric, error) {
 	if cfg.Remote() {
 		return nil, errors.New("the find workload needs local mode: it seeds the database before ax starts")
@@ -123,7 +124,12 @@ func (r *run) timeFind(ctx context.Context, now time.Time) ([]Metric, error) {
 		return out, fmt.Errorf("stats: %w", err)
 	}
 	cached, err := timed(func() error { _, err := r.api.Stats(ctx); return err })
-	return append(out, Metric{Name: "stats_cold_ms", Value: cold}, Metric{Name: "stats_cached_ms", Value: cached}), err
+	out = append(out, Metric{Name: "stats_cold_ms", Value: cold}, Metric{Name: "stats_cached_ms", Value: cached})
+	if err != nil {
+		return out, err
+	}
+	console, err := r.timeConsole(ctx)
+	return append(out, console...), err
 }
 
 // seedFind writes n tasks with snowflake IDs of creation times spread over

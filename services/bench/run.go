@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/axsched/ax/contracts"
 	"github.com/axsched/ax/contracts/client"
@@ -96,16 +97,27 @@ func runWorkload(ctx context.Context, cfg *Config, w string, rep int) ([]Metric,
 func withRun(ctx context.Context, cfg *Config, label string, profile bool,
 	fn func(*run, context.Context) ([]Metric, error)) ([]Metric, error) {
 	r := &run{cfg: cfg, logger: cfg.Logger.With("run", label)}
+	var sink *traceSink
 	if cfg.Remote() {
 		r.target = remoteTarget(cfg)
 	} else {
-		t, err := startLocal(ctx, cfg, label, profile)
+		local := cfg
+		if cfg.Trace {
+			var err error
+			if sink, local, err = startTraceSink(cfg); err != nil {
+				return nil, err
+			}
+			defer sink.close()
+		}
+		t, err := startLocal(ctx, local, label, profile)
 		if err != nil {
 			return nil, err
 		}
 		r.target = t
 		r.logger.Info("ax started", "topology", cfg.Topology, "api", t.api, "nats", t.natsURL)
 	}
+	// Stopped early by a traced run, to count the spans flushed at exit.
+	r.target.stop = sync.OnceFunc(r.target.stop)
 	defer r.target.stop()
 	col, err := listen(r.target.natsURL, r.logger)
 	if err != nil {
@@ -121,7 +133,13 @@ func withRun(ctx context.Context, cfg *Config, label string, profile bool,
 	if _, err := r.api.GetType(ctx, TypeBench); err != nil {
 		return nil, fmt.Errorf("task type %s: %w (its executors must serve the built-ins: --builtins, on by default under `ax up`)", TypeBench, err)
 	}
-	return fn(r, ctx)
+	out, err := fn(r, ctx)
+	if sink != nil {
+		// The processes flush what they hold when they stop.
+		r.target.stop()
+		out = append(out, Metric{Name: "spans_exported", Value: float64(sink.Count())})
+	}
+	return out, err
 }
 
 // startCosts opens the measured window of the run.
@@ -147,7 +165,7 @@ func settingsOf(cfg *Config, w string) []Setting {
 	case Schedules:
 		s = []Setting{{"schedules", cfg.SchedulesN}, {"cron", "* * * * * *"}, {"duration", cfg.Duration.String()}, {"type", "paused"}}
 	case Find:
-		s = []Setting{{"seeded", cfg.FindN}, {"calls_per_query", findCalls}, {"page", findPageLen}, {"pages_walked", findPages}}
+		s = []Setting{{"seeded", cfg.FindN}, {"calls_per_query", findCalls}, {"page", findPageLen}, {"pages_walked", findPages}, {"console_loads", consoleLoads}}
 	}
 	if cfg.Remote() {
 		return append(s, Setting{"target", "remote"})
@@ -155,6 +173,9 @@ func settingsOf(cfg *Config, w string) []Setting {
 	s = append(s, Setting{"concurrency", cfg.Concurrency}, Setting{"topology", cfg.Topology})
 	if len(cfg.AxFlags) > 0 {
 		s = append(s, Setting{"ax_flags", strings.Join(cfg.AxFlags, " ")})
+	}
+	if cfg.Trace {
+		s = append(s, Setting{"tracing", "otlp/http to the harness"})
 	}
 	return s
 }

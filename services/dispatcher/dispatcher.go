@@ -128,6 +128,9 @@ func (d *Dispatcher) handleDue(ctx context.Context, msgs []jetstream.Msg) error 
 			metrics.DispatchSkipped.WithLabelValues("undecodable").Inc()
 			continue
 		}
+		if h := m.Headers(); h != nil {
+			due.TraceParent = h.Get(events.HeaderTraceParent)
+		}
 		dues = append(dues, due)
 	}
 	return d.DispatchBatch(ctx, dues)
@@ -206,7 +209,7 @@ func (d *Dispatcher) DispatchBatch(ctx context.Context, dues []events.TaskDue) e
 		h := &handOff{lane: lane, key: task.BizKey, pinned: task.ExecVersion, task: events.TaskDispatched{
 			TaskID: task.ID, Type: task.Type, Attempt: task.Attempt,
 			TimeoutMs: task.TimeoutMs, NextRunTimeMs: task.NextRunTimeMs, Load: lean,
-		}}
+		}, trace: due.TraceParent}
 		if task.Status == contracts.StatusRetrying {
 			// Its backoff has elapsed: it becomes READY (fenced, so a racing
 			// dispatcher replica or a cancel wins cleanly) and goes on at once.
@@ -276,6 +279,7 @@ type handOff struct {
 	early    time.Duration
 	// key and pinned route a type in rollout (dispatch.Task).
 	key, pinned string
+	trace       string
 }
 
 // handOff publishes the tasks to their executors' subjects, awaiting every
@@ -286,7 +290,7 @@ func (d *Dispatcher) handOff(ctx context.Context, hs []*handOff) error {
 	}
 	tasks := make([]dispatch.Task, len(hs))
 	for i, h := range hs {
-		tasks[i] = dispatch.Task{Lane: h.lane, Dispatch: h.task, Key: h.key, Pinned: h.pinned}
+		tasks[i] = dispatch.Task{Lane: h.lane, Dispatch: h.task, Key: h.key, Pinned: h.pinned, TraceParent: h.trace, By: "dispatcher"}
 	}
 	ready, waiting := d.send.Place(ctx, tasks)
 	if err := d.send.Send(ctx, d.conn, ready); err != nil {

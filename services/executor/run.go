@@ -42,6 +42,9 @@ type run struct {
 	report *report
 	// ran is how long the handler took.
 	ran time.Duration
+	// trace is the trace context the run joins: the dispatch's header,
+	// or the one stored with the task (tracing).
+	trace string
 }
 
 // take claims the task of h and starts it; it releases the slot it was
@@ -98,6 +101,11 @@ func (e *Executor) newRun(p *pool, h *head, typeTimeout time.Duration) *run {
 		lockVal: lease.Value(e.cfg.Node, next),
 		pool:    p,
 	}
+	if h.msg != nil {
+		if hd := h.msg.Headers(); hd != nil {
+			r.trace = hd.Get(events.HeaderTraceParent)
+		}
+	}
 	timeout := time.Duration(d.TimeoutMs) * time.Millisecond
 	if d.Load {
 		// A lean dispatch does not say the task's timeout. The lease starts
@@ -135,6 +143,11 @@ func (e *Executor) claimed(r *run, f *store.RunFields) (resize bool) {
 	}
 	r.task.Payload = f.Payload
 	r.retryCount, r.maxRetries = f.RetryCount, f.MaxRetries
+	if r.trace == "" {
+		// A dispatch without the header (from a sender that predates it):
+		// the row knows the trace.
+		r.trace = f.TraceParent
+	}
 	before := r.lockTTL
 	r.setDeadline(time.Duration(f.TimeoutMs)*time.Millisecond, e.cfg.LockTTL)
 	return r.lockTTL != before
@@ -437,12 +450,14 @@ func (e *Executor) execute(p *pool, r *run) {
 
 	tctx, tcancel := context.WithTimeoutCause(ctx, r.deadline, errTimeout)
 	defer tcancel()
+	tctx, endSpan := e.runSpan(tctx, r)
 	start := time.Now()
 	r.task.Hops.observe(start)
 	err := e.callHandler(tctx, p.spec.Handler, r)
 	r.ended = time.Now()
 	r.ran = r.ended.Sub(start)
 	metrics.ExecutorRunSeconds.WithLabelValues(r.task.Type).Observe(r.ran.Seconds())
+	endSpan(err)
 	// From here the watchdog only keeps the lease alive while the outcome
 	// waits to be recorded: the release that follows the outcome is no
 	// lost lease, and MySQL's verdict is the outcome's own.

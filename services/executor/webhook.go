@@ -17,6 +17,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/axsched/ax/services/internal/tracing"
 )
 
 // HTTP headers of a webhook call. Receivers read the task's identity from
@@ -157,6 +159,10 @@ func (w *webhook) Handle(ctx context.Context, t *Task) error {
 	req.Header.Set(WebhookHeaderAttempt, strconv.Itoa(t.Attempt))
 	req.Header.Set(WebhookHeaderTimestamp, ts)
 	req.Header.Set(WebhookHeaderSignature, webhookSignatureScheme+"="+hex.EncodeToString(webhookMAC(w.secret, ts, body)))
+	if tp := tracing.Current(ctx); tp != "" {
+		// The endpoint's spans join the task's trace.
+		req.Header.Set(tracing.Header, tp)
+	}
 	resp, err := w.client.Do(req)
 	if err != nil {
 		var ue *url.Error

@@ -11,6 +11,7 @@ import (
 	"github.com/axsched/ax/contracts"
 	"github.com/axsched/ax/services/internal/metrics"
 	"github.com/axsched/ax/services/internal/store"
+	"github.com/axsched/ax/services/internal/tracing"
 )
 
 // MaxBatch is the most submissions one POST /v1/tasks:batch may carry; it
@@ -66,7 +67,15 @@ func (s *Submitter) handleBatch(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, p.Status, p.Code, p.Detail)
 		return
 	}
+	spans := startSubmits(r.Context(), r.Header.Get(tracing.Header), valid)
 	created, err := s.createBatch(r.Context(), valid)
+	for j, span := range spans {
+		if err != nil {
+			endSubmit(span, nil, false, err)
+		} else {
+			endSubmit(span, created[j].Task, created[j].Deduplicated, nil)
+		}
+	}
 	if err != nil {
 		s.internal(w, "create tasks", err)
 		return

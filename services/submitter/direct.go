@@ -72,7 +72,10 @@ func (s *Submitter) routeDirect(nts []store.NewTask) []bool {
 // that routeDirect marked and that were created (not deduplicated against
 // an existing task, which was dispatched when it was created).
 func (s *Submitter) dispatchCommitted(ctx context.Context, mine []bool, res []store.BatchResult, committed time.Time) {
-	var refs []events.TaskRef
+	var (
+		refs   []events.TaskRef
+		traces map[int64]string
+	)
 	for i, r := range res {
 		if mine == nil || !mine[i] || r.Deduplicated || r.Task == nil {
 			continue
@@ -80,6 +83,12 @@ func (s *Submitter) dispatchCommitted(ctx context.Context, mine []bool, res []st
 		t := r.Task
 		refs = append(refs, events.TaskRef{TaskID: t.ID, Type: t.Type, To: contracts.StatusReady, Attempt: t.Attempt,
 			Priority: t.Priority, NextRunTimeMs: t.NextRunTimeMs, Route: events.RouteDispatch})
+		if t.TraceParent != "" {
+			if traces == nil {
+				traces = map[int64]string{}
+			}
+			traces[t.ID] = t.TraceParent
+		}
 	}
 	if len(refs) == 0 {
 		return
@@ -88,6 +97,7 @@ func (s *Submitter) dispatchCommitted(ctx context.Context, mine []bool, res []st
 	ns := committed.UnixNano()
 	for i := range tasks {
 		tasks[i].Dispatch.CommittedNs, tasks[i].Dispatch.SentNs = ns, ns
+		tasks[i].TraceParent, tasks[i].By = traces[tasks[i].Dispatch.TaskID], "submitter"
 	}
 	if len(tasks) == 0 {
 		return

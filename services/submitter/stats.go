@@ -17,7 +17,9 @@ import (
 // the finished states take a scan of the whole tasks table (seconds for a
 // million tasks), so their counts are kept FinishedStatsTTLDefault. A
 // console polling every second then costs MySQL one cheap reading per 5
-// seconds and one scan per minute per submitter.
+// seconds and one scan per minute per submitter. Only the first scan is
+// waited for: once there is a reading, a stale one is answered while one
+// scan in the background replaces it, so no page load pays for the scan.
 const (
 	StatsTTLDefault         = 5 * time.Second
 	FinishedStatsTTLDefault = time.Minute
@@ -32,6 +34,8 @@ type statsCache struct {
 	liveAt     time.Time
 	finished   []store.TypeStateCount
 	finishedAt time.Time
+	// refreshing is set while a background scan replaces finished.
+	refreshing bool
 }
 
 func (s *Submitter) handleStats(w http.ResponseWriter, r *http.Request) {
@@ -49,12 +53,16 @@ func (s *Submitter) stats(ctx context.Context) (*contracts.Stats, error) {
 	defer c.mu.Unlock()
 	// A reading is as old as its end: on a big table a count takes a while,
 	// and a TTL counted from its start could be over at once.
-	if c.finishedAt.IsZero() || s.clock.Now().Sub(c.finishedAt) >= s.cfg.FinishedStatsTTL {
+	switch {
+	case c.finishedAt.IsZero():
 		finished, err := s.store.CountFinishedByTypeState(ctx)
 		if err != nil {
 			return nil, err
 		}
 		c.finished, c.finishedAt = finished, s.clock.Now()
+	case s.clock.Now().Sub(c.finishedAt) >= s.cfg.FinishedStatsTTL && !c.refreshing:
+		c.refreshing = true
+		go s.refreshFinished()
 	}
 	if c.liveAt.IsZero() || s.clock.Now().Sub(c.liveAt) >= s.cfg.StatsTTL {
 		live, err := s.store.CountLiveByTypeState(ctx)
@@ -91,4 +99,22 @@ func (c *statsCache) render() *contracts.Stats {
 		}
 	}
 	return out
+}
+
+// refreshFinished scans the finished counts anew, outside the cache's
+// lock, and replaces the reading; a failed scan keeps the old one, and the
+// next call after the TTL tries again.
+func (s *Submitter) refreshFinished() {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	finished, err := s.store.CountFinishedByTypeState(ctx)
+	c := &s.statsCache
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.refreshing = false
+	if err != nil {
+		s.logger.Warn("counting finished tasks failed; the stats keep the last count", "err", err)
+		return
+	}
+	c.finished, c.finishedAt = finished, s.clock.Now()
 }

@@ -27,6 +27,7 @@ import (
 	"github.com/axsched/ax/services/internal/idgen"
 	"github.com/axsched/ax/services/internal/metrics"
 	"github.com/axsched/ax/services/internal/store"
+	"github.com/axsched/ax/services/internal/tracing"
 )
 
 // Defaults for Config.
@@ -176,21 +177,23 @@ func (s *Submitter) handleSubmit(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, p.Status, p.Code, p.Detail)
 		return
 	}
+	ctx, span := startSubmit(r.Context(), r.Header.Get(tracing.Header), &nt)
 	var (
 		task  *store.Task
 		dedup bool
 		err   error
 	)
 	if len(nt.Parents) == 0 {
-		task, dedup, err = s.create(r.Context(), nt)
+		task, dedup, err = s.create(ctx, nt)
 	} else {
 		// Not coalesced: an unknown parent must fail this task alone.
-		task, dedup, err = s.createOne(r.Context(), nt)
+		task, dedup, err = s.createOne(ctx, nt)
 		if err == nil {
 			// Parents that had ended settled it at once.
-			task, err = s.store.GetTask(r.Context(), task.ID)
+			task, err = s.store.GetTask(ctx, task.ID)
 		}
 	}
+	endSubmit(span, task, dedup, err)
 	var unknown *store.UnknownParentError
 	if errors.As(err, &unknown) {
 		writeProblem(w, http.StatusBadRequest, contracts.CodeInvalidArgument, unknown.Error())
@@ -256,6 +259,9 @@ func (s *Submitter) validate(ctx context.Context, req *contracts.SubmitRequest) 
 	if len(req.BizKey) > contracts.MaxBizKeyLen {
 		return bad(contracts.CodeInvalidArgument, "biz_key is %d bytes, more than %d", len(req.BizKey), contracts.MaxBizKeyLen)
 	}
+	if req.TraceParent != "" && !tracing.Valid(req.TraceParent) {
+		return bad(contracts.CodeInvalidArgument, "traceparent %q is not a W3C trace context like \"00-<32 hex>-<16 hex>-01\"", req.TraceParent)
+	}
 	if req.MaxRetries != nil && (*req.MaxRetries < 0 || *req.MaxRetries > MaxRetriesLimit) {
 		return bad(contracts.CodeInvalidArgument, "max_retries must be between 0 and %d, got %d", MaxRetriesLimit, *req.MaxRetries)
 	}
@@ -278,7 +284,7 @@ func (s *Submitter) validate(ctx context.Context, req *contracts.SubmitRequest) 
 	nt := store.NewTask{
 		Type: req.Type, Priority: prio, Payload: req.Payload, Status: contracts.StatusReady,
 		NextRunTimeMs: due.UnixMilli(), MaxRetries: tt.MaxRetries, TimeoutMs: tt.TimeoutMs,
-		Reason: "submitted", Actor: s.actor(ctx),
+		Reason: "submitted", Actor: s.actor(ctx), TraceParent: req.TraceParent,
 	}
 	if nt.Priority == "" {
 		nt.Priority = tt.Priority

@@ -100,6 +100,7 @@ func TestSubmitRejectsBadInputAndChangesNothing(t *testing.T) {
 		{"negative retries", `{"type":"ax.noop","max_retries":-1}`, 400, contracts.CodeInvalidArgument, "max_retries"},
 		{"zero timeout", `{"type":"ax.noop","timeout":"0s"}`, 400, contracts.CodeInvalidArgument, "timeout"},
 		{"long biz key", `{"type":"ax.noop","biz_key":"` + strings.Repeat("k", 256) + `"}`, 400, contracts.CodeInvalidArgument, "biz_key"},
+		{"malformed traceparent", `{"type":"ax.noop","traceparent":"00-abc-def-01"}`, 400, contracts.CodeInvalidArgument, "W3C trace context"},
 	}
 	before := f.rowCounts(t)
 	for _, tc := range tests {

@@ -12,6 +12,7 @@ import (
 	"github.com/axsched/ax/contracts"
 	"github.com/axsched/ax/events"
 	"github.com/axsched/ax/services/internal/store"
+	"github.com/axsched/ax/services/internal/tracing"
 )
 
 // workflowBodyLimit bounds a workflow's body, like a batch's.
@@ -49,7 +50,9 @@ func (s *Submitter) handleWorkflowCreate(w http.ResponseWriter, r *http.Request)
 		writeProblem(w, p.Status, p.Code, p.Detail)
 		return
 	}
+	span := startWorkflow(r.Context(), r.Header.Get(tracing.Header), nw)
 	res, err := s.createWorkflow(r.Context(), nw, deps)
+	endWorkflow(span, res.Workflow, err)
 	var taken *store.StepTakenError
 	switch {
 	case errors.As(err, &taken):

@@ -13,9 +13,12 @@ import (
 // to hand the task on without reading its row it is
 // "<id>:<attempt>:<ready|retrying>:<type>" (type names cannot hold a
 // colon); a task whose type or state the indexer did not know is its bare
-// ID, and the dispatcher reads it back when it falls due. Indexing the same
-// task in the same state again finds the same member, so ZADD stays
-// idempotent.
+// ID, and the dispatcher reads it back when it falls due. A task with a
+// trace context has it after the type, behind a slash (type names cannot
+// hold one either): "<id>:<attempt>:<state>:<type>/<traceparent>", so the
+// dispatch the pop sends joins the task's trace without a read. A task's
+// trace context never changes, so indexing the same task in the same state
+// again finds the same member, and ZADD stays idempotent.
 
 // member is the lane member of r.
 func member(r store.DueRef) string {
@@ -30,7 +33,11 @@ func member(r store.DueRef) string {
 	if r.Type == "" || state == "" {
 		return id
 	}
-	return id + ":" + strconv.Itoa(r.Attempt) + ":" + state + ":" + r.Type
+	m := id + ":" + strconv.Itoa(r.Attempt) + ":" + state + ":" + r.Type
+	if r.TraceParent != "" {
+		m += "/" + r.TraceParent
+	}
+	return m
 }
 
 // parseMember reads a lane member back; Type is empty for a bare ID.
@@ -51,7 +58,8 @@ func parseMember(m string) (store.DueRef, error) {
 	if err != nil || attempt < 0 {
 		return store.DueRef{}, fmt.Errorf("lane member %q: bad attempt", m)
 	}
-	ref := store.DueRef{ID: id, Attempt: attempt, Type: parts[2]}
+	taskType, tp, _ := strings.Cut(parts[2], "/")
+	ref := store.DueRef{ID: id, Attempt: attempt, Type: taskType, TraceParent: tp}
 	switch parts[1] {
 	case "ready":
 		ref.Status = contracts.StatusReady

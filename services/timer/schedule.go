@@ -175,5 +175,6 @@ func (t *Timer) scheduledTask(ctx context.Context, sc *store.Schedule, fireMs in
 		}
 		nt.TimeoutMs = d.Milliseconds()
 	}
+	nt.TraceParent = traceFire(sc.Name, nt)
 	return nt, nil
 }

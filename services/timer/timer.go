@@ -236,10 +236,18 @@ func (t *Timer) handleReady(ctx context.Context, msgs []jetstream.Msg) error {
 			metrics.TimerSkipped.Inc()
 			continue
 		}
-		refs = append(refs, store.DueRef{ID: ev.TaskID, Priority: ev.Priority, NextRunTimeMs: ev.NextRunTimeMs,
-			Type: ev.Type, Attempt: ev.Attempt, Status: ev.To})
+		ref := store.DueRef{ID: ev.TaskID, Priority: ev.Priority, NextRunTimeMs: ev.NextRunTimeMs,
+			Type: ev.Type, Attempt: ev.Attempt, Status: ev.To}
+		if h := m.Headers(); h != nil {
+			ref.TraceParent = h.Get(events.HeaderTraceParent)
+		}
+		refs = append(refs, ref)
 	}
-	return t.Index(ctx, refs)
+	if err := t.Index(ctx, refs); err != nil {
+		return err
+	}
+	traceIndexed(refs)
+	return nil
 }
 
 // handleTypeChanged re-indexes the waiting tasks of a type that is not
@@ -410,7 +418,8 @@ func (t *Timer) RunOnce(ctx context.Context) (time.Duration, error) {
 				continue // stays as it is; resuming the type re-indexes it
 			}
 			task := dispatch.Task{Lane: lane, Dispatch: events.TaskDispatched{
-				TaskID: ref.ID, Type: ref.Type, Attempt: ref.Attempt, NextRunTimeMs: score, Load: true}}
+				TaskID: ref.ID, Type: ref.Type, Attempt: ref.Attempt, NextRunTimeMs: score, Load: true},
+				TraceParent: ref.TraceParent, By: "timer"}
 			if ref.Status == contracts.StatusRetrying {
 				retrying = append(retrying, task)
 			} else {
@@ -419,7 +428,7 @@ func (t *Timer) RunOnce(ctx context.Context) (time.Duration, error) {
 			continue
 		}
 		msgs = append(msgs, dueCommand(events.TaskDue{TaskID: ref.ID, Priority: lane, NextRunTimeMs: score,
-			Type: ref.Type, Attempt: ref.Attempt, Status: ref.Status}))
+			Type: ref.Type, Attempt: ref.Attempt, Status: ref.Status, TraceParent: ref.TraceParent}))
 	}
 	if len(retrying) > 0 {
 		var handOn []bus.Msg
@@ -499,7 +508,7 @@ func (t *Timer) endBackoffs(ctx context.Context, direct, retrying []dispatch.Tas
 func dueCommand(due events.TaskDue) bus.Msg {
 	data, _ := events.Encode(due) // a struct of plain fields always encodes
 	return bus.Msg{Subject: events.SubjectDue, EventType: events.TypeTaskDue,
-		CorrelationID: strconv.FormatInt(due.TaskID, 10), Data: data}
+		CorrelationID: strconv.FormatInt(due.TaskID, 10), Data: data, TraceParent: due.TraceParent}
 }
 
 func toInt(v any) int64 {

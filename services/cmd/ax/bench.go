@@ -64,7 +64,7 @@ Progress goes to stderr, results to stdout. See docs/benchmarks.md.`,
 		},
 	}
 	fs := cmd.Flags()
-	fs.StringSliceVar(&cfg.Workloads, "workload", bench.AllWorkloads, "workloads to run, comma-separated; also retention (pruning a million finished tasks under the latency workload), schedules (fire lateness of --schedules-n every-second schedules), chains (two-step workflows: release latency, chains/s, lineage of 1,000 steps) and find (list and stats latency on a million tasks), run only when named")
+	fs.StringSliceVar(&cfg.Workloads, "workload", bench.AllWorkloads, "workloads to run, comma-separated; also retention (pruning a million finished tasks under the latency workload), schedules (fire lateness of --schedules-n every-second schedules), chains (two-step workflows: release latency, chains/s, lineage of 1,000 steps) and find (list and stats latency and console page loads on a million tasks), run only when named")
 	fs.IntVar(&cfg.N, "n", bench.NDefault, "throughput: tasks per run")
 	fs.IntVar(&cfg.Rate, "rate", bench.RateDefault, "latency, delayed: submissions per second (open loop, one task per HTTP call)")
 	fs.DurationVar(&cfg.Duration, "duration", bench.DurationDefault, "latency, delayed: how long the open loop submits")
@@ -86,6 +86,7 @@ Progress goes to stderr, results to stdout. See docs/benchmarks.md.`,
 	fs.StringVar(&cfg.RedisAddr, "redis-addr", bench.RedisAddrDefault, "local mode: Redis for the started ax (a fresh key prefix per run, deleted after)")
 	fs.StringVar(&cfg.CPUProfileDir, "cpuprofile", "", "local mode: directory where the ax processes write CPU profiles, one file per run and process (<workload>-<rep>-<process>.pprof)")
 	fs.StringArrayVar(&cfg.AxFlags, "ax-flag", nil, "local mode: pass a flag to every started ax process, e.g. --ax-flag=--relay-gap-tracking=false (repeatable)")
+	fs.BoolVar(&cfg.Trace, "trace", false, "local mode: ax exports trace spans (--otlp-endpoint) to a collector in the harness, which counts them (spans_exported): the cost of tracing")
 	fs.StringVar(&cfg.API, "api", "", "remote mode: submitter base URL of a running deployment")
 	fs.StringVar(&cfg.NATSURL, "nats-url", "", "remote mode: the deployment's NATS, where ax.bench reports arrive")
 	fs.StringArrayVar(&pids, "pid", nil, "remote mode: sample a process's CPU and RSS, as name=PID (repeatable)")

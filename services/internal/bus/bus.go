@@ -148,6 +148,8 @@ type Msg struct {
 	EventType     string
 	CorrelationID string
 	Data          []byte
+	// TraceParent, when set, goes in the traceparent header (tracing).
+	TraceParent string
 }
 
 // PublishBatch publishes every message asynchronously and waits for all the
@@ -193,6 +195,9 @@ func natsMsg(m Msg) *nats.Msg {
 	}
 	if m.CorrelationID != "" {
 		nm.Header.Set(events.HeaderCorrelationID, m.CorrelationID)
+	}
+	if m.TraceParent != "" {
+		nm.Header.Set(events.HeaderTraceParent, m.TraceParent)
 	}
 	return nm
 }

@@ -7,9 +7,12 @@ import (
 	"strconv"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/axsched/ax/contracts"
 	"github.com/axsched/ax/events"
+	"github.com/axsched/ax/services/internal/tracing"
 )
 
 // moveBatch bounds how many messages one round of MoveToDue handles.
@@ -44,7 +47,7 @@ func MoveToDue(ctx context.Context, js jetstream.JetStream, c jetstream.Consumer
 			}
 			msgs = append(msgs, m)
 			dues = append(dues, Msg{Subject: events.SubjectDue, EventType: events.TypeTaskDue,
-				CorrelationID: strconv.FormatInt(d.TaskID, 10), Data: data})
+				CorrelationID: strconv.FormatInt(d.TaskID, 10), Data: data, TraceParent: moveSpan(m, d)})
 		}
 		if err := batch.Error(); err != nil && !errors.Is(err, context.Canceled) && len(msgs) == 0 {
 			return moved, fmt.Errorf("fetch to move: %w", err)
@@ -63,4 +66,22 @@ func MoveToDue(ctx context.Context, js jetstream.JetStream, c jetstream.Consumer
 		}
 		moved += len(msgs)
 	}
+}
+
+// SpanMove names the span of a dispatch taken off an executor's subject
+// and handed back to the dispatcher.
+const SpanMove = "ax.move"
+
+// moveSpan records, in the task's trace, that its dispatch m was moved,
+// and returns the context the due command carries.
+func moveSpan(m jetstream.Msg, d events.TaskDispatched) string {
+	var tp string
+	if h := m.Headers(); h != nil {
+		tp = h.Get(events.HeaderTraceParent)
+	}
+	if tp == "" || !tracing.Enabled() {
+		return tp
+	}
+	return tracing.Child(tp, SpanMove, trace.SpanKindProducer,
+		append(tracing.TaskAttrs(d.TaskID, d.Type), attribute.String("ax.move.from", m.Subject()))...)
 }

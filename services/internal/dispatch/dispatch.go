@@ -40,6 +40,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/axsched/ax/contracts"
 	"github.com/axsched/ax/events"
@@ -50,6 +52,7 @@ import (
 	"github.com/axsched/ax/services/internal/ring"
 	"github.com/axsched/ax/services/internal/route"
 	"github.com/axsched/ax/services/internal/store"
+	"github.com/axsched/ax/services/internal/tracing"
 )
 
 // Config tunes a Sender.
@@ -76,6 +79,13 @@ type Task struct {
 	Key    string
 	Pinned string
 	placed string // the node token Place chose
+	// TraceParent is the trace context the task arrived with (tracing):
+	// its dispatch span is a child of it, and the executor's run a child
+	// of that.
+	TraceParent string
+	// By names who dispatches (submitter, relay, timer, dispatcher) on the
+	// span.
+	By string
 }
 
 // Sender routes, publishes and marks dispatches.
@@ -159,7 +169,7 @@ func (s *Sender) Messages(ctx context.Context, msgs []bus.Msg, tasks []Task) ([]
 				return nil, fmt.Errorf("encode due command of task %d: %w", task.TaskID, err)
 			}
 			msgs = append(msgs, bus.Msg{Subject: events.SubjectDue, EventType: events.TypeTaskDue,
-				CorrelationID: strconv.FormatInt(task.TaskID, 10), Data: data})
+				CorrelationID: strconv.FormatInt(task.TaskID, 10), Data: data, TraceParent: tasks[i].TraceParent})
 			continue
 		}
 		data, err := events.Encode(task)
@@ -174,7 +184,8 @@ func (s *Sender) Messages(ctx context.Context, msgs []bus.Msg, tasks []Task) ([]
 			}
 		}
 		msgs = append(msgs, bus.Msg{Subject: events.ExecSubject(task.Type, tasks[i].Lane, token), EventType: events.TypeTaskDispatched,
-			CorrelationID: strconv.FormatInt(task.TaskID, 10), Data: data})
+			CorrelationID: strconv.FormatInt(task.TaskID, 10), Data: data,
+			TraceParent: dispatchSpan(tasks[i], token)})
 	}
 	return msgs, nil
 }
@@ -269,4 +280,19 @@ func (s *Sender) paused(ctx context.Context, taskType string) bool {
 		return false
 	}
 	return t.Paused
+}
+
+// SpanDispatch names the span of handing a task to its executors.
+const SpanDispatch = "ax.dispatch"
+
+// dispatchSpan records the dispatch of t to the executor token in t's
+// trace and returns the context its message carries.
+func dispatchSpan(t Task, token string) string {
+	if t.TraceParent == "" || !tracing.Enabled() {
+		return t.TraceParent
+	}
+	attrs := append(tracing.TaskAttrs(t.Dispatch.TaskID, t.Dispatch.Type),
+		attribute.Int("ax.attempt", t.Dispatch.Attempt), attribute.String("ax.lane", string(t.Lane)),
+		attribute.String("ax.dispatch.by", t.By), attribute.String("ax.dispatch.to", token))
+	return tracing.Child(t.TraceParent, SpanDispatch, trace.SpanKindProducer, attrs...)
 }

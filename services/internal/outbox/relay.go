@@ -411,6 +411,7 @@ func (r *Relay) publish(ctx context.Context, rows []store.OutboxRow) error {
 		}
 		if len(due) > 0 {
 			tasks = d.Ready(ctx, due)
+			withTraces(tasks, rows)
 		}
 		for i := range tasks {
 			t := &tasks[i].Dispatch
@@ -427,7 +428,7 @@ func (r *Relay) publish(ctx context.Context, rows []store.OutboxRow) error {
 	for _, row := range rows {
 		msgs = append(msgs, bus.Msg{
 			Subject: row.Subject, ID: row.EventID, EventType: row.EventType,
-			CorrelationID: row.CorrelationID, Data: row.Payload,
+			CorrelationID: row.CorrelationID, Data: row.Payload, TraceParent: row.TraceParent,
 		})
 	}
 	if r.fault != nil {
@@ -461,5 +462,23 @@ func observeLag(rows []store.OutboxRow, at time.Time) {
 			continue
 		}
 		metrics.RelayLag.Observe(max(at.Sub(row.WrittenAt), 0).Seconds())
+	}
+}
+
+// withTraces gives the relay's dispatches their tasks' trace contexts from
+// the rows they were made of.
+func withTraces(tasks []dispatch.Task, rows []store.OutboxRow) {
+	var traces map[int64]string
+	for _, row := range rows {
+		if row.DueNow != nil && row.TraceParent != "" {
+			if traces == nil {
+				traces = map[int64]string{}
+			}
+			traces[row.DueNow.TaskID] = row.TraceParent
+		}
+	}
+	for i := range tasks {
+		tasks[i].TraceParent = traces[tasks[i].Dispatch.TaskID]
+		tasks[i].By = "relay"
 	}
 }

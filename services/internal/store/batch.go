@@ -15,6 +15,7 @@ import (
 
 	"github.com/axsched/ax/contracts"
 	"github.com/axsched/ax/services/internal/metrics"
+	"github.com/axsched/ax/services/internal/tracing"
 )
 
 // Bounds of one multi-row statement. Rows keep the statement text and the
@@ -53,6 +54,7 @@ func (s *Store) CreateTasks(ctx context.Context, nts []NewTask) ([]BatchResult, 
 		return nil, err
 	}
 	var out []BatchResult
+	began := time.Now()
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
 		var err error
 		out, err = s.createTasksTx(ctx, tx, nts)
@@ -60,6 +62,9 @@ func (s *Store) CreateTasks(ctx context.Context, nts []NewTask) ([]BatchResult, 
 	})
 	if err != nil {
 		return nil, fmt.Errorf("create %d tasks: %w", len(nts), err)
+	}
+	if tracing.Enabled() {
+		s.traceCreations(ctx, nts, out, began)
 	}
 	s.countCreated(out)
 	return out, nil
@@ -121,6 +126,7 @@ func (s *Store) creationRecords(nts []NewTask, created map[int64]bool, at time.T
 				taskID: nt.ID, taskType: nt.Type, from: contracts.StatusNone, to: nt.Status,
 				attempt: 0, priority: nt.Priority, nextRunTimeMs: nt.NextRunTimeMs,
 				reason: nt.Reason, actor: s.actorOr(nt.Actor), at: at, route: readyRoute(nt.Status, nt.Route),
+				traceParent: nt.TraceParent,
 			})
 		}
 	}
@@ -170,11 +176,11 @@ func insertTaskRows(ctx context.Context, tx *sql.Tx, nts []NewTask, at time.Time
 			bizKey = []byte(*nt.BizKey)
 		}
 		rows[i] = []any{nt.ID, nt.Type, nt.Priority.Rank(), bizKey, nt.Payload, string(nt.Status),
-			nt.NextRunTimeMs, nt.MaxRetries, nt.TimeoutMs, nt.DAG || len(nt.Parents) > 0, at, at}
+			nt.NextRunTimeMs, nt.MaxRetries, nt.TimeoutMs, nt.DAG || len(nt.Parents) > 0, at, at, nullString(nt.TraceParent)}
 	}
 	err := insertRows(ctx, tx, `INSERT INTO tasks
 		(id, task_type, priority, biz_key, payload, status, next_run_time, max_retry_count, timeout_ms,
-		 dag, created_at, updated_at) VALUES `, ` ON DUPLICATE KEY UPDATE id = IF(id = VALUES(id), NULL, id)`, rows)
+		 dag, created_at, updated_at, trace_parent) VALUES `, ` ON DUPLICATE KEY UPDATE id = IF(id = VALUES(id), NULL, id)`, rows)
 	if isNullID(err) {
 		return nil, fmt.Errorf("insert tasks: %w", ErrIDTaken)
 	}
@@ -275,7 +281,7 @@ func batchResults(ctx context.Context, tx *sql.Tx, nts []NewTask, created map[in
 			out[i].Task = &Task{
 				ID: nt.ID, Type: nt.Type, Priority: nt.Priority, BizKey: nt.BizKey, Payload: nt.Payload,
 				Status: nt.Status, NextRunTimeMs: nt.NextRunTimeMs, MaxRetries: nt.MaxRetries,
-				TimeoutMs: nt.TimeoutMs, CreatedAt: stamp, UpdatedAt: stamp,
+				TimeoutMs: nt.TimeoutMs, CreatedAt: stamp, UpdatedAt: stamp, TraceParent: nt.TraceParent,
 			}
 			continue
 		}
@@ -340,11 +346,11 @@ func recordMany(ctx context.Context, tx *sql.Tx, recs []transferRecord) ([]strin
 		}
 		history[i] = []any{r.taskID, string(r.from), string(r.to), r.attempt,
 			Truncate(r.reason, 2048), Truncate(r.actor, 255), // the columns' widths; actors can carry a caller-given name
-			eventID, r.at, r.taskType, prio, r.nextRunTimeMs, r.rejected, routeCode(r.route)}
+			eventID, r.at, r.taskType, prio, r.nextRunTimeMs, r.rejected, routeCode(r.route), nullString(r.traceParent)}
 	}
 	if err := insertRows(ctx, tx, `INSERT INTO task_history
 		(task_id, from_status, to_status, attempt, reason, actor, event_id, created_at,
-		 task_type, priority, next_run_time, rejected, route) VALUES `, "", history); err != nil {
+		 task_type, priority, next_run_time, rejected, route, trace_parent) VALUES `, "", history); err != nil {
 		return nil, fmt.Errorf("insert history: %w", err)
 	}
 	return ids, nil
@@ -394,4 +400,12 @@ func rowBytes(row []any) int {
 		n += 24
 	}
 	return n
+}
+
+// nullString is s, or NULL when it is empty.
+func nullString(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
 }

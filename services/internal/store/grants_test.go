@@ -35,7 +35,7 @@ func TestMigrationUserPrivilegesSuffice(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, store.SchemaVersion, st.Version)
 
-	require.NoError(t, store.MigrateDownTo(ctx, dsn, store.SchemaVersion-1))
+	require.NoError(t, store.MigrateDownTo(ctx, dsn, testenv.PreviousSchemaVersion(t)))
 	service := testenv.MySQLUser(t, cfg.FormatDSN(), store.ServicePrivileges)
 	err = store.Migrate(ctx, service)
 	require.Error(t, err, "the services' user must not be able to change the schema")

@@ -108,6 +108,7 @@ type historyEvent struct {
 	taskType string
 	event    events.TaskTransferred
 	rejected bool
+	trace    sql.NullString
 }
 
 // RelayResult is what one history pass did.
@@ -452,7 +453,7 @@ func readRanges(ctx context.Context, q querier, ranges []idRange) ([]historyEven
 // readHistory appends the history rows the query tail selects to out.
 func readHistory(ctx context.Context, q querier, out []historyEvent, tail string, args ...any) ([]historyEvent, error) {
 	rows, err := q.QueryContext(ctx, `SELECT id, task_id, from_status, to_status, attempt, reason, actor, event_id,
-		created_at, task_type, priority, next_run_time, rejected, route FROM task_history `+tail, args...)
+		created_at, task_type, priority, next_run_time, rejected, route, trace_parent FROM task_history `+tail, args...)
 	if err != nil {
 		return nil, fmt.Errorf("read history to relay: %w", err)
 	}
@@ -465,7 +466,7 @@ func readHistory(ctx context.Context, q querier, out []historyEvent, tail string
 		out = append(out, historyEvent{})
 		h := &out[len(out)-1]
 		if err := rows.Scan(&h.id, &h.event.TaskID, &from, &to, &h.event.Attempt, &h.event.Reason, &h.event.Actor,
-			&h.event.EventID, &h.event.At, &h.taskType, &prio, &h.event.NextRunTimeMs, &h.rejected, &route); err != nil {
+			&h.event.EventID, &h.event.At, &h.taskType, &prio, &h.event.NextRunTimeMs, &h.rejected, &route, &h.trace); err != nil {
 			return nil, fmt.Errorf("scan history to relay: %w", err)
 		}
 		h.event.From, h.event.To = statusOf(from), statusOf(to)
@@ -489,7 +490,8 @@ func (h historyEvent) outboxRow() (OutboxRow, error) {
 		subject = events.SubjectTaskRejected
 	}
 	row := OutboxRow{ID: h.id, EventID: h.event.EventID, Subject: subject, EventType: events.TypeTaskTransferred,
-		CorrelationID: strconv.FormatInt(h.event.TaskID, 10), Payload: payload, WrittenAt: h.event.At}
+		CorrelationID: strconv.FormatInt(h.event.TaskID, 10), Payload: payload, WrittenAt: h.event.At,
+		TraceParent: h.trace.String}
 	if !h.rejected && h.event.To == contracts.StatusReady && h.event.Route == events.RouteDispatch {
 		row.DueNow = &events.TaskRef{TaskID: h.event.TaskID, Type: h.event.Type, To: h.event.To, Attempt: h.event.Attempt,
 			Priority: h.event.Priority, NextRunTimeMs: h.event.NextRunTimeMs, Route: h.event.Route}

@@ -4,11 +4,9 @@ import (
 	"context"
 	"testing"
 
-	"github.com/golang-migrate/migrate/v4/source/iofs"
 	"github.com/stretchr/testify/require"
 
 	"github.com/axsched/ax/contracts"
-	"github.com/axsched/ax/infra/migrations"
 	"github.com/axsched/ax/services/internal/store"
 	"github.com/axsched/ax/services/internal/testenv"
 )
@@ -68,15 +66,5 @@ func TestMigrationsGoDownAndUpAgain(t *testing.T) {
 // embeddedVersions lists the migration versions in order.
 func embeddedVersions(t *testing.T) []uint {
 	t.Helper()
-	src, err := iofs.New(migrations.FS, ".")
-	require.NoError(t, err)
-	defer src.Close()
-	var out []uint
-	v, err := src.First()
-	for err == nil {
-		out = append(out, v)
-		v, err = src.Next(v)
-	}
-	require.NotEmpty(t, out)
-	return out
+	return testenv.MigrationVersions(t)
 }

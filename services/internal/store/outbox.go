@@ -25,6 +25,9 @@ type OutboxRow struct {
 	// became READY (events.RouteDispatch): the relay dispatches it with
 	// its event.
 	DueNow *events.TaskRef
+	// TraceParent is the task's trace context, sent in the event's
+	// traceparent header.
+	TraceParent string
 }
 
 // RelayOutbox locks up to limit unpublished rows (FOR UPDATE SKIP LOCKED, so

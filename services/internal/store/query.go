@@ -23,10 +23,12 @@ type DueRef struct {
 	Type          string
 	Attempt       int
 	Status        contracts.Status
+	// TraceParent is the task's trace context (tracing), empty for none.
+	TraceParent string
 }
 
 // dueRefColumns are what dueRefs scans, in its order.
-const dueRefColumns = "id, priority, next_run_time, task_type, attempt, status"
+const dueRefColumns = "id, priority, next_run_time, task_type, attempt, status, trace_parent"
 
 // waitingStates are the states in which a task waits for its due time, in
 // the order idx_tasks_status_next_run holds them.
@@ -111,11 +113,12 @@ func (s *Store) dueRefs(ctx context.Context, q string, args ...any) ([]DueRef, e
 			d      DueRef
 			prio   int
 			status string
+			tp     sql.NullString
 		)
-		if err := rows.Scan(&d.ID, &prio, &d.NextRunTimeMs, &d.Type, &d.Attempt, &status); err != nil {
+		if err := rows.Scan(&d.ID, &prio, &d.NextRunTimeMs, &d.Type, &d.Attempt, &status, &tp); err != nil {
 			return nil, fmt.Errorf("scan ready task: %w", err)
 		}
-		d.Priority, d.Status = contracts.PriorityFromRank(prio), contracts.Status(status)
+		d.Priority, d.Status, d.TraceParent = contracts.PriorityFromRank(prio), contracts.Status(status), tp.String
 		out = append(out, d)
 	}
 	return out, rows.Err()

@@ -39,6 +39,8 @@ type Task struct {
 	Progress  *Progress
 	CreatedAt time.Time
 	UpdatedAt time.Time
+	// TraceParent is the task's stored trace context (tracing).
+	TraceParent string
 }
 
 // Progress is how far a long run has got, as its handler said.
@@ -76,12 +78,15 @@ func (t *Task) API() contracts.Task {
 	if p := t.Progress; p != nil {
 		out.Progress = &contracts.TaskProgress{Percent: p.Percent, Message: p.Message, At: p.At}
 	}
+	if len(t.TraceParent) == 55 {
+		out.TraceID = t.TraceParent[3:35] // version-traceid-spanid-flags
+	}
 	return out
 }
 
 const taskColumns = `id, task_type, priority, biz_key, payload, status, next_run_time, attempt,
 	retry_count, max_retry_count, timeout_ms, executor_addr, last_heartbeat_time, last_error,
-	result, progress_pct, progress_message, progress_at, created_at, updated_at, exec_version`
+	result, progress_pct, progress_message, progress_at, created_at, updated_at, exec_version, trace_parent`
 
 type rowScanner interface{ Scan(dest ...any) error }
 
@@ -98,10 +103,11 @@ func scanTask(r rowScanner) (*Task, error) {
 		msg       sql.NullString
 		pctAt     sql.NullTime
 		version   sql.NullString
+		tp        sql.NullString
 	)
 	err := r.Scan(&t.ID, &t.Type, &prio, &bizKey, &t.Payload, &status, &t.NextRunTimeMs, &t.Attempt,
 		&t.RetryCount, &t.MaxRetries, &t.TimeoutMs, &executor, &heartbeat, &lastError,
-		&t.Result, &pct, &msg, &pctAt, &t.CreatedAt, &t.UpdatedAt, &version)
+		&t.Result, &pct, &msg, &pctAt, &t.CreatedAt, &t.UpdatedAt, &version, &tp)
 	if err != nil {
 		return nil, err
 	}
@@ -112,6 +118,7 @@ func scanTask(r rowScanner) (*Task, error) {
 		t.BizKey = &k
 	}
 	t.ExecutorAddr, t.ExecVersion = executor.String, version.String
+	t.TraceParent = tp.String
 	t.LastError = lastError.String
 	if heartbeat.Valid {
 		hb := heartbeat.Time
@@ -219,6 +226,9 @@ type NewTask struct {
 	// (a workflow's first steps, compensations): its final transfer then
 	// looks for children and its workflow.
 	DAG bool
+	// TraceParent is the W3C trace context every span of the task joins
+	// (tracing); empty for none.
+	TraceParent string
 }
 
 // Dependency is one parent of a task and the condition it must meet.

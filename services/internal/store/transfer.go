@@ -16,6 +16,7 @@ import (
 	"github.com/axsched/ax/contracts"
 	"github.com/axsched/ax/events"
 	"github.com/axsched/ax/services/internal/metrics"
+	"github.com/axsched/ax/services/internal/tracing"
 )
 
 // TransferParams describe one state change.
@@ -74,6 +75,8 @@ type TransferResult struct {
 	Attempt       int
 	NextRunTimeMs int64
 	EventID       string
+	// TraceParent is the task's stored trace context (tracing).
+	TraceParent string
 	// Run is what an executor needs to run the task, set for claims
 	// (TransferParams.Claim): read by the same locking read that checks the
 	// row, so a lean dispatch costs no query of its own.
@@ -86,6 +89,8 @@ type RunFields struct {
 	TimeoutMs  int64
 	RetryCount int
 	MaxRetries int
+	// TraceParent is the task's stored trace context (tracing).
+	TraceParent string
 }
 
 // Transfer is the one function that changes a task's state. In a single
@@ -147,6 +152,7 @@ func (s *Store) TransferBatch(ctx context.Context, chains [][]TransferParams) ([
 		return out, nil
 	}
 	var err error
+	began := time.Now()
 	for try := 0; ; try++ {
 		err = s.inTx(ctx, func(tx *sql.Tx) error { return s.transferBatchTx(ctx, tx, chains, ids, out) })
 		// Batches that lock overlapping rows can still deadlock with other
@@ -157,6 +163,9 @@ func (s *Store) TransferBatch(ctx context.Context, chains [][]TransferParams) ([
 	}
 	if err != nil {
 		return nil, err
+	}
+	if tracing.Enabled() {
+		s.traceTransfers(ctx, chains, out, began)
 	}
 	wrote := false
 	for i, steps := range chains {
@@ -240,6 +249,9 @@ type rowState struct {
 	status   contracts.Status
 	dag      bool       // in a DAG: a final state settles children (afterFinal)
 	run      *RunFields // only when the batch claims
+	// traceParent is the task's trace context, which its history rows and
+	// transfer spans carry.
+	traceParent string
 }
 
 // plannedStep is a winning step with the row it leaves behind.
@@ -334,6 +346,7 @@ func (s *Store) transferLockedTx(ctx context.Context, tx *sql.Tx, chains [][]Tra
 			taskID: ps.p.TaskID, taskType: ps.after.taskType, from: ps.p.From, to: ps.p.To,
 			attempt: ps.after.attempt, priority: ps.after.priority, nextRunTimeMs: ps.after.next,
 			reason: ps.p.Reason, actor: s.actorOr(ps.p.Actor), at: at, route: readyRoute(ps.p.To, ps.p.Route),
+			traceParent: ps.after.traceParent,
 		}
 	}
 	eventIDs, err := recordMany(ctx, tx, recs)
@@ -350,7 +363,7 @@ func (s *Store) transferLockedTx(ctx context.Context, tx *sql.Tx, chains [][]Tra
 			ps := plan[k]
 			out[i].Results[j] = &TransferResult{TaskID: ps.p.TaskID, Type: ps.after.taskType,
 				Priority: ps.after.priority, Attempt: ps.after.attempt, NextRunTimeMs: ps.after.next,
-				EventID: eventIDs[k]}
+				EventID: eventIDs[k], TraceParent: ps.after.traceParent}
 			if ps.p.Claim {
 				out[i].Results[j].Run = ps.after.run
 			}
@@ -393,7 +406,7 @@ func lockRows(ctx context.Context, tx *sql.Tx, ids []int64, withRun bool) (map[i
 	slices.Sort(uniq)
 	uniq = slices.Compact(uniq)
 	rows := make(map[int64]rowState, len(uniq))
-	cols := "id, task_type, priority, attempt, next_run_time, status, dag"
+	cols := "id, task_type, priority, attempt, next_run_time, status, dag, trace_parent"
 	if withRun {
 		cols += ", payload, timeout_ms, retry_count, max_retry_count"
 	}
@@ -413,8 +426,9 @@ func lockRows(ctx context.Context, tx *sql.Tx, ids []int64, withRun bool) (map[i
 				st     rowState
 				prio   int
 				status string
+				tp     sql.NullString
 			)
-			dest := []any{&id, &st.taskType, &prio, &st.attempt, &st.next, &status, &st.dag}
+			dest := []any{&id, &st.taskType, &prio, &st.attempt, &st.next, &status, &st.dag, &tp}
 			if withRun {
 				st.run = &RunFields{}
 				dest = append(dest, &st.run.Payload, &st.run.TimeoutMs, &st.run.RetryCount, &st.run.MaxRetries)
@@ -425,6 +439,10 @@ func lockRows(ctx context.Context, tx *sql.Tx, ids []int64, withRun bool) (map[i
 			}
 			st.priority = contracts.PriorityFromRank(prio)
 			st.status = contracts.Status(status)
+			st.traceParent = tp.String
+			if st.run != nil {
+				st.run.TraceParent = tp.String
+			}
 			rows[id] = st
 		}
 		if err := r.Close(); err != nil {
@@ -524,6 +542,9 @@ type transferRecord struct {
 	// task.rejected, not as a transfer.
 	rejected bool
 	route    events.Route
+	// traceParent is the task's trace context (tracing), passed on in the
+	// event's headers.
+	traceParent string
 }
 
 func (s *Store) record(ctx context.Context, tx *sql.Tx, r transferRecord) error {
