@@ -303,3 +303,34 @@ func TestDirectDispatchRacingRollbacksAndKillsLosesNoTaskAndDispatchesNoneTwice(
 	t.Logf("%d committed, %d dispatched, %d left to the reconciler", len(committed), len(got), lost)
 	require.Equal(t, lost, len(found), fmt.Sprintf("the reconciler finds only the dropped tasks: %v", found))
 }
+
+// TestDirectDispatchCarriesTheTaskTraceContext: the submitter's own
+// dispatch of a task due at once carries the task's trace context in its
+// traceparent header, as the relay's and the timer's do, so the run joins
+// the caller's trace. A hole the relay would hold for an hour keeps the
+// relay out of it.
+func TestDirectDispatchCarriesTheTaskTraceContext(t *testing.T) {
+	const field = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+	f := newDirectFixture(t, outbox.Config{GapGrace: time.Hour})
+	f.start(t)
+	adm, err := sql.Open("mysql", testenv.AdminDSN(t, f.dsn))
+	require.NoError(t, err)
+	defer adm.Close()
+	defer openHole(t, adm)()
+	rec := httptest.NewRecorder()
+	f.mux.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/v1/tasks",
+		strings.NewReader(`{"type":"ax.noop","traceparent":"`+field+`"}`)))
+	require.Equal(t, http.StatusCreated, rec.Code, rec.Body.String())
+
+	c, err := f.conn.JS.CreateOrUpdateConsumer(context.Background(), events.StreamWork, jetstream.ConsumerConfig{
+		Durable: "test_direct_trace", FilterSubject: "ax.work.exec.>", AckPolicy: jetstream.AckExplicitPolicy})
+	require.NoError(t, err)
+	batch, err := c.Fetch(1, jetstream.FetchMaxWait(10*time.Second))
+	require.NoError(t, err)
+	var headers []string
+	for m := range batch.Messages() {
+		headers = append(headers, m.Headers().Get(events.HeaderTraceParent))
+		require.NoError(t, m.Ack())
+	}
+	require.Equal(t, []string{field}, headers, "one dispatch, carrying the caller's trace context")
+}
