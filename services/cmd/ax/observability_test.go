@@ -282,7 +282,12 @@ func TestMetricsFollowTheWork(t *testing.T) {
 			after.sum("ax_task_hop_seconds_count", "hop", "end_to_outcome")-before.sum("ax_task_hop_seconds_count", "hop", "end_to_outcome") >= 7 &&
 			// The reaper reads the registry once a second: its first pass
 			// may have come before the executor's first heartbeat.
-			after.sum("ax_cluster_executors", "state", "alive") == 1
+			// The gauges are process-wide: an earlier test's reaper may have
+			// left them, and one pass sets them one after another, so wait
+			// for a pass that has seen this node with its types and shards.
+			after.sum("ax_cluster_executors", "state", "alive") == 1 &&
+			after.sum("ax_cluster_type_executors", "type", demo.TypeNoop) == 1 &&
+			after.sum("ax_cluster_shards_owned", "node", "observe", "type", demo.TypeNoop) == 64
 	})
 	moved := func(name string, labels ...string) float64 {
 		return after.sum(name, labels...) - before.sum(name, labels...)
