@@ -235,23 +235,9 @@ func (d *Dispatcher) DispatchBatch(ctx context.Context, dues []events.TaskDue) e
 			now0 = append(now0, h)
 		}
 	}
-	if len(retrying) > 0 {
-		out, err := d.store.TransferBatch(ctx, retrying)
-		if err != nil {
-			return err
-		}
-		keep := func(hs []*handOff) []*handOff {
-			kept := hs[:0]
-			for _, h := range hs {
-				if h.retrying > 0 && out[h.retrying-1].Err != nil {
-					metrics.DispatchSkipped.WithLabelValues("not_ready").Inc()
-					continue
-				}
-				kept = append(kept, h)
-			}
-			return kept
-		}
-		now0, later = keep(now0), keep(later)
+	now0, later, err := d.endBackoffs(ctx, retrying, now0, later)
+	if err != nil {
+		return err
 	}
 	if err := d.handOff(ctx, now0); err != nil {
 		return err
@@ -268,6 +254,31 @@ func (d *Dispatcher) DispatchBatch(ctx context.Context, dues []events.TaskDue) e
 		}
 	}
 	return d.handOff(ctx, later)
+}
+
+// endBackoffs writes the RETRYING -> READY transfers of the tasks whose
+// backoff elapsed, in one transaction, and keeps of each list the
+// hand-offs whose transfer held (or that needed none).
+func (d *Dispatcher) endBackoffs(ctx context.Context, retrying [][]store.TransferParams, now0, later []*handOff) ([]*handOff, []*handOff, error) {
+	if len(retrying) == 0 {
+		return now0, later, nil
+	}
+	out, err := d.store.TransferBatch(ctx, retrying)
+	if err != nil {
+		return nil, nil, err
+	}
+	keep := func(hs []*handOff) []*handOff {
+		kept := hs[:0]
+		for _, h := range hs {
+			if h.retrying > 0 && out[h.retrying-1].Err != nil {
+				metrics.DispatchSkipped.WithLabelValues("not_ready").Inc()
+				continue
+			}
+			kept = append(kept, h)
+		}
+		return kept
+	}
+	return keep(now0), keep(later), nil
 }
 
 // handOff is one task passing the dispatcher's checks.
