@@ -71,15 +71,20 @@ func newWorkflowCmd() *cobra.Command {
 	return cmd
 }
 
+// printWorkflowHead prints a workflow's first line, without its end.
+func printWorkflowHead(w io.Writer, id, name, bizKey, status, reason string) {
+	fmt.Fprintf(w, "workflow %s %q", id, name)
+	if bizKey != "" {
+		fmt.Fprintf(w, " biz_key=%s", bizKey)
+	}
+	fmt.Fprintf(w, ": %s", status)
+	if reason != "" {
+		fmt.Fprintf(w, " (%s)", reason)
+	}
+}
+
 func printWorkflow(w io.Writer, wf *contracts.Workflow) {
-	fmt.Fprintf(w, "workflow %s %q", wf.ID, wf.Name)
-	if wf.BizKey != "" {
-		fmt.Fprintf(w, " biz_key=%s", wf.BizKey)
-	}
-	fmt.Fprintf(w, ": %s", wf.Status)
-	if wf.Reason != "" {
-		fmt.Fprintf(w, " (%s)", wf.Reason)
-	}
+	printWorkflowHead(w, wf.ID, wf.Name, wf.BizKey, string(wf.Status), wf.Reason)
 	if wf.Deduplicated {
 		fmt.Fprint(w, " [deduplicated: an existing workflow with this name and biz_key]")
 	}
@@ -156,14 +161,7 @@ times and outcome, each task's last reason and last error.`,
 // its last transfer's reason and its last error; compensations last.
 func printLineage(w io.Writer, l *contracts.Lineage) {
 	if wf := l.Workflow; wf != nil {
-		fmt.Fprintf(w, "workflow %s %q", wf.ID, wf.Name)
-		if wf.BizKey != "" {
-			fmt.Fprintf(w, " biz_key=%s", wf.BizKey)
-		}
-		fmt.Fprintf(w, ": %s", wf.Status)
-		if wf.Reason != "" {
-			fmt.Fprintf(w, " (%s)", wf.Reason)
-		}
+		printWorkflowHead(w, wf.ID, wf.Name, wf.BizKey, string(wf.Status), wf.Reason)
 		fmt.Fprintln(w)
 	}
 	byID := map[string]*contracts.LineageTask{}
