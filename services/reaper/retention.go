@@ -24,8 +24,11 @@ const (
 	// is a typo (a unit missing) rather than a wish.
 	RetentionMin = time.Minute
 
-	RetentionEveryDefault    = time.Minute
-	RetentionBatchDefault    = 200
+	RetentionEveryDefault = time.Minute
+	RetentionBatchDefault = 200
+	// RetentionBatchMax bounds a batch: each task brings its history rows
+	// and dead letter into the same transaction.
+	RetentionBatchMax        = 5000
 	RetentionPassDefault     = 100
 	RetentionPauseDefault    = 50 * time.Millisecond
 	RetentionLeaseTTLDefault = 30 * time.Second
@@ -69,6 +72,9 @@ func (c RetentionConfig) Validate() error {
 		if s.d != 0 && s.d < RetentionMin {
 			return fmt.Errorf("retention of %s tasks %s: give at least %s, or 0 to keep them forever", s.name, s.d, RetentionMin)
 		}
+	}
+	if c.Batch < 0 || c.Batch > RetentionBatchMax {
+		return fmt.Errorf("retention batch %d: give 1 to %d tasks per transaction (0 takes the default, %d)", c.Batch, RetentionBatchMax, RetentionBatchDefault)
 	}
 	return nil
 }

@@ -140,7 +140,7 @@ func TestRetentionLeaseLetsOneReaperPrune(t *testing.T) {
 }
 
 // TestRetentionConfigRefusesTyposAndNegatives: a retention is 0 (for ever)
-// or at least a minute.
+// or at least a minute; a batch is bounded.
 func TestRetentionConfigRefusesTyposAndNegatives(t *testing.T) {
 	for _, tc := range []struct {
 		c  reaper.RetentionConfig
@@ -151,6 +151,9 @@ func TestRetentionConfigRefusesTyposAndNegatives(t *testing.T) {
 		{reaper.RetentionConfig{Success: 59 * time.Second}, false},
 		{reaper.RetentionConfig{Cancelled: 168}, false}, // a unit forgotten: 168 ns
 		{reaper.RetentionConfig{Failed: -time.Hour}, false},
+		{reaper.RetentionConfig{Success: time.Hour, Batch: 50}, true},
+		{reaper.RetentionConfig{Success: time.Hour, Batch: -1}, false},
+		{reaper.RetentionConfig{Success: time.Hour, Batch: reaper.RetentionBatchMax + 1}, false},
 	} {
 		err := tc.c.Validate()
 		require.Equal(t, tc.ok, err == nil, "%+v: %v", tc.c, err)

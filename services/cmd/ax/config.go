@@ -183,6 +183,7 @@ func (f *serverFlags) register(fs *pflag.FlagSet, command string) {
 	fs.DurationVar(&c.Reaper.Retention.Success, "retain-success", envDur("AX_RETAIN_SUCCESS", reaper.RetainSuccessDefault), "delete SUCCESS tasks, with their history, this long after they ended (reaper); 0 keeps them forever [AX_RETAIN_SUCCESS]")
 	fs.DurationVar(&c.Reaper.Retention.Cancelled, "retain-cancelled", envDur("AX_RETAIN_CANCELLED", reaper.RetainCancelledDefault), "delete CANCELLED tasks, with their history, this long after they ended (reaper); 0 keeps them forever [AX_RETAIN_CANCELLED]")
 	fs.DurationVar(&c.Reaper.Retention.Failed, "retain-failed", envDur("AX_RETAIN_FAILED", reaper.RetainFailedDefault), "delete tasks failed for good (FAILED/TIMEOUT), with their history and dead letter, this long after they ended (reaper); 0 keeps them forever [AX_RETAIN_FAILED]")
+	fs.IntVar(&c.Reaper.Retention.Batch, "retention-batch", envInt("AX_RETENTION_BATCH", reaper.RetentionBatchDefault), "finished tasks deleted per retention transaction: smaller batches hold MySQL for less at a time, larger ones prune faster [AX_RETENTION_BATCH]")
 	fs.DurationVar(&c.Reaper.Silence, "reap-silence", envDur("AX_REAP_SILENCE", 15*time.Second), "heartbeat silence after which a RUNNING task's lease is checked [AX_REAP_SILENCE]")
 	// No AX_* variable: one environment is often shared by several
 	// processes, which must not write the same profile file.
