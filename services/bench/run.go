@@ -49,6 +49,11 @@ func Run(ctx context.Context, cfg Config) ([]Result, error) {
 			m, err := runWorkload(ctx, &cfg, w, rep)
 			if m != nil {
 				reps = append(reps, m)
+				if cfg.Reps > 1 {
+					// The table shows medians; each rep's own figures say
+					// how far apart they were (and pair a rep's off and on).
+					cfg.Logger.Info("workload done", "workload", w, "rep", rep, "figures", figureList(m))
+				}
 			}
 			if err != nil {
 				errs = append(errs, fmt.Errorf("%s rep %d: %w", w, rep, err))
@@ -185,4 +190,16 @@ func randomSuffix() string {
 	b := make([]byte, 4)
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)
+}
+
+// figureList writes metrics as name=value pairs, in their order.
+func figureList(ms []Metric) string {
+	var b strings.Builder
+	for i, m := range ms {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		fmt.Fprintf(&b, "%s=%.4g", m.Name, m.Value)
+	}
+	return b.String()
 }

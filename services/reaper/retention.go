@@ -52,9 +52,10 @@ type RetentionConfig struct {
 	// yields the lease and the next one starts after Pause.
 	PassBatches int
 	// Pause is the least rest between two batches (50 ms). The rest is
-	// also at least four times as long as the last batch took, so pruning
-	// takes at most a fifth of one connection's time however loaded MySQL
-	// is, and leaves the rest to the work in progress.
+	// also at least retentionRestFactor times as long as the last batch
+	// took, so pruning takes at most a tenth of one connection's time
+	// however loaded MySQL is, and leaves the rest to the work in
+	// progress.
 	Pause time.Duration
 	// LeaseTTL is how long the Redis lease lasts unless renewed; it is
 	// renewed after every batch (30 s).
@@ -208,6 +209,12 @@ func (r *Reaper) PruneFinished(ctx context.Context) (RetentionPass, error) {
 	return pass, err
 }
 
+// retentionRestFactor is how many times as long as its last batch took
+// pruning rests before the next: a fifth of a connection's time (4) still
+// raised the p99 of due-now work by half on a quiet machine
+// (docs/benchmarks.md, Retention).
+const retentionRestFactor = 9
+
 // errLeaseLost stops a pass whose lease another reaper took.
 var errLeaseLost = errors.New("retention lease lost")
 
@@ -227,7 +234,7 @@ func (r *Reaper) pruneStates(ctx context.Context, c RetentionConfig, now time.Ti
 				return nil
 			}
 			if batches > 0 {
-				if err := pause(ctx, max(c.Pause, 4*took)); err != nil {
+				if err := pause(ctx, max(c.Pause, retentionRestFactor*took)); err != nil {
 					return err
 				}
 				if ok, err := r.renewRetentionLease(ctx, c); err != nil || !ok {
