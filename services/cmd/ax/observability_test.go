@@ -42,7 +42,7 @@ type liveAx struct {
 // startLiveAx runs ax in process on a fresh database, its own Redis key
 // prefix and an embedded NATS, serving the demonstration types; it stops
 // when the test ends.
-func startLiveAx(t *testing.T) *liveAx {
+func startLiveAx(t *testing.T, opts ...func(*app.Config)) *liveAx {
 	t.Helper()
 	rdb, k := testenv.Redis(t)
 	listen := "127.0.0.1:" + strconv.Itoa(testenv.FreePort(t))
@@ -52,6 +52,9 @@ func startLiveAx(t *testing.T) *liveAx {
 		EmbeddedNATS: true, Embedded: natsembed.Config{Listen: listen, StoreDir: filepath.Join(t.TempDir(), "nats")},
 		HTTPAddr: "127.0.0.1:0", Node: "observe", NodeID: 9, Types: demo.Types(),
 		OnReady: func(addr string) { ready <- addr },
+	}
+	for _, o := range opts {
+		o(&cfg)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)

@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/axsched/ax/contracts"
+	"github.com/axsched/ax/services/internal/tracing"
 )
 
 // PlannedFire is one fire time a timer fires.
@@ -71,12 +73,13 @@ type FireDueParams struct {
 // the locks decided. A snowflake collision fails the call with ErrIDTaken
 // and writes nothing; so may a deadlock (IsDeadlock): retry either.
 func (s *Store) FireDue(ctx context.Context, p FireDueParams, plan func(*Schedule) (FirePlan, error)) (taken int, out []FireOutcome, err error) {
-	at := s.now().UTC()
+	at, began := s.now().UTC(), time.Now()
+	var fired []NewTask
 	// READ COMMITTED: the locking read takes no gap locks, so timers
 	// firing at once skip each other's rows instead of deadlocking on the
 	// index entries their updates move.
 	err = s.inTxOpts(ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted}, func(tx *sql.Tx) error {
-		out = nil
+		out, fired = nil, nil
 		scheds, err := lockDueSchedules(ctx, tx, p.NowMs, p.Limit)
 		if err != nil {
 			return err
@@ -118,11 +121,16 @@ func (s *Store) FireDue(ctx context.Context, p FireDueParams, plan func(*Schedul
 			if _, err := recordMany(ctx, tx, s.creationRecords(tasks, created, at)); err != nil {
 				return err
 			}
+			fired = tasks
 		}
 		return advanceSchedules(ctx, tx, planned, plans, out)
 	})
 	if err != nil {
 		return 0, nil, fmt.Errorf("fire due schedules: %w", err)
+	}
+	if tracing.Enabled() && len(fired) > 0 {
+		// Every fired task was created (one per fire, none deduplicated).
+		s.traceCreations(ctx, fired, make([]BatchResult, len(fired)), began)
 	}
 	for _, o := range out {
 		if o.TaskID != 0 {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/axsched/ax/contracts"
+	"github.com/axsched/ax/services/internal/tracing"
 )
 
 // Workflows: a named set of steps, each an ordinary task, created in one
@@ -142,17 +143,18 @@ func (s *Store) CreateWorkflows(ctx context.Context, nws []NewWorkflow) ([]Workf
 		return nil, err
 	}
 	// The columns keep milliseconds; the answer says what a read would.
-	at := s.now().UTC().Truncate(time.Millisecond)
+	at, began := s.now().UTC().Truncate(time.Millisecond), time.Now()
 	var (
 		created map[int64]bool
 		out     []BatchResult
+		tasks   []NewTask
 	)
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
 		var err error
 		if created, err = insertWorkflowRows(ctx, tx, nws, at); err != nil {
 			return err
 		}
-		tasks := workflowTasks(nws, created)
+		tasks = workflowTasks(nws, created)
 		if len(tasks) == 0 {
 			return nil // every one deduplicated
 		}
@@ -169,6 +171,9 @@ func (s *Store) CreateWorkflows(ctx context.Context, nws []NewWorkflow) ([]Workf
 	})
 	if err != nil {
 		return nil, fmt.Errorf("create %d workflow(s): %w", len(nws), err)
+	}
+	if tracing.Enabled() {
+		s.traceCreations(ctx, tasks, out, began)
 	}
 	s.countCreated(out)
 	res := make([]WorkflowResult, len(nws))
