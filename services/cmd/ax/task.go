@@ -54,6 +54,7 @@ func newTaskCmd() *cobra.Command {
 	fs.StringVar(&req.Timeout, "timeout", "", "run timeout (default: the type's)")
 	fs.StringSliceVar(&req.Parents, "parent", nil, "ID of a task to wait for (repeatable); the task starts SUSPEND")
 	fs.StringVar(&req.When, "when", "", "with --parent: run when the parents succeed (default), fail or always end")
+	fs.StringVar(&req.TraceParent, "traceparent", envStr("TRACEPARENT", ""), "W3C trace context (00-<trace id>-<span id>-<flags>) the task's spans join, e.g. a CI job's or a script's trace [TRACEPARENT]")
 	_ = submit.MarkFlagRequired("type")
 
 	get := &cobra.Command{

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"net/http/httptest"
 	"testing"
 	"time"
@@ -8,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/axsched/ax/contracts"
+	"github.com/axsched/ax/contracts/client"
 	"github.com/axsched/ax/services/app"
 	"github.com/axsched/ax/services/demo"
 	"github.com/axsched/ax/services/internal/otlpsink"
@@ -58,4 +60,31 @@ func TestCreationTransfersAreTraced(t *testing.T) {
 			return false
 		})
 	}
+}
+
+// ax task submit --traceparent (or TRACEPARENT) puts the task in the
+// caller's trace; a malformed context is refused and nothing is created.
+func TestSubmitJoinsTheCallersTrace(t *testing.T) {
+	a := startLiveAx(t)
+	api := "http://" + a.addr
+	const caller = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+	out, err := runAx(t, "task", "submit", "--type", demo.TypeNoop, "--traceparent", caller, "--api", api, "-o", "json")
+	require.NoError(t, err)
+	var task contracts.Task
+	require.NoError(t, json.Unmarshal([]byte(out), &task))
+	require.Equal(t, caller[3:35], task.TraceID)
+
+	t.Setenv("TRACEPARENT", caller)
+	out, err = runAx(t, "task", "submit", "--type", demo.TypeNoop, "--api", api, "-o", "json")
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal([]byte(out), &task))
+	require.Equal(t, caller[3:35], task.TraceID, "from TRACEPARENT")
+
+	before, err := a.api.ListTasks(t.Context(), client.TaskFilter{Type: demo.TypeNoop}, 100, "")
+	require.NoError(t, err)
+	_, err = runAx(t, "task", "submit", "--type", demo.TypeNoop, "--traceparent", "not-a-trace", "--api", api)
+	require.ErrorContains(t, err, "traceparent")
+	after, err := a.api.ListTasks(t.Context(), client.TaskFilter{Type: demo.TypeNoop}, 100, "")
+	require.NoError(t, err)
+	require.Equal(t, len(before.Tasks), len(after.Tasks), "nothing created")
 }
