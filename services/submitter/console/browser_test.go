@@ -125,8 +125,9 @@ func TestConsoleInBrowser(t *testing.T) {
 	b := startBrowser(t, ax.base)
 	ctx := context.Background()
 
+	const trace = "4bf92f3577b34da6a3ce929d0e0e4736"
 	sleeping, err := ax.api.Submit(ctx, contracts.SubmitRequest{Type: demo.TypeSleep, Delay: "1h", BizKey: "order-1001",
-		Payload: json.RawMessage(`{"ms":10}`)})
+		Payload: json.RawMessage(`{"ms":10}`), TraceParent: "00-" + trace + "-00f067aa0ba902b7-01"})
 	require.NoError(t, err)
 
 	t.Run("wrong keys are refused", func(t *testing.T) {
@@ -158,6 +159,7 @@ func TestConsoleInBrowser(t *testing.T) {
 
 		p.goTo("#/task/" + sleeping.ID)
 		p.waitText("main", "Lifecycle")
+		p.waitText("main", trace) // the trace its spans join, to look up in the tracing backend
 		p.clickText("button", "Cancel task")
 		p.clickText("button", "Really cancel?")
 		p.waitText("#flash", "403 forbidden")

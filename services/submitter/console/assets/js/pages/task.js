@@ -74,6 +74,7 @@ function details(t) {
     row('Timeout', t.timeout),
     row('Next run', `${fmtTime(t.next_run_time)} (${fmtAgo(t.next_run_time)})`),
     row('Executor', t.executor ? link('/nodes', t.executor) : ''),
+    row('Trace', t.trace_id ? h('code', { class: 'trace', text: t.trace_id, title: 'the trace every span of this task joins' }) : ''),
     row('Created', fmtTime(t.created_at)),
     row('Updated', `${fmtTime(t.updated_at)} (${fmtAgo(t.updated_at)})`),
     row('Progress', t.progress ? progress(t.progress) : ''),
