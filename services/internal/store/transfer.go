@@ -35,6 +35,11 @@ type TransferParams struct {
 	// fresh heartbeat. Used for READY -> RUNNING.
 	Claim    bool
 	Executor string
+	// SkipRun, on a claim, leaves RunFields out of the result: the
+	// claimant read them before (an executor's fused claim, written with
+	// the attempt's outcome), so the locking read need not fetch the
+	// payload again.
+	SkipRun bool
 	// ExecVersion, on a claim, records the claimant's version on the task
 	// (empty: left as it is).
 	ExecVersion string
@@ -264,7 +269,7 @@ func (s *Store) transferBatchTx(ctx context.Context, tx *sql.Tx, chains [][]Tran
 	claims := false
 	for _, steps := range chains {
 		for _, p := range steps {
-			claims = claims || p.Claim
+			claims = claims || (p.Claim && !p.SkipRun)
 		}
 	}
 	rows, err := lockRows(ctx, tx, ids, claims)
