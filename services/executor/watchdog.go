@@ -67,6 +67,7 @@ func (e *Executor) renew(ctx context.Context) {
 		return
 	}
 	gone := e.renewLeases(ctx, slices.Concat(runs, settling))[:len(runs)]
+	runs, gone = e.splitUnclaimed(ctx, runs, gone)
 	if len(runs) == 0 {
 		return
 	}
@@ -99,6 +100,26 @@ func (e *Executor) renew(ctx context.Context) {
 		}
 	}
 	e.retake(ctx, retake)
+}
+
+// splitUnclaimed takes the fused runs whose claim is not written yet out
+// of runs (and their gone flags): MySQL has their tasks READY, so they get
+// no heartbeat, and a lease Redis lost is judged by checkUnclaimed.
+func (e *Executor) splitUnclaimed(ctx context.Context, runs []*run, gone []bool) ([]*run, []bool) {
+	var lostLease []*run
+	n := 0
+	for i, r := range runs {
+		if r.unclaimed() {
+			if gone[i] {
+				lostLease = append(lostLease, r)
+			}
+			continue
+		}
+		runs[n], gone[n] = r, gone[i]
+		n++
+	}
+	e.checkUnclaimed(ctx, lostLease)
+	return runs[:n], gone[:n]
 }
 
 // renewLeases extends every run's lease and running-set member in one
