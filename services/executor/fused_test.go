@@ -199,6 +199,39 @@ func TestTaskCancelledInsideTheWindowRecordsTheRefusedClaim(t *testing.T) {
 	require.Equal(t, 0, task.Attempt)
 }
 
+// The CANCELLED event of a task cancelled while READY stops a handler
+// running it inside the window at once, as it stops a claimed run's; the
+// run's chain is still written, so its refused claim is on record, and
+// no outcome is.
+func TestCancellationEventStopsAHandlerInsideTheWindow(t *testing.T) {
+	_, _, g := windowRig(t, "test.fusedevent")
+	ctx := context.Background()
+	started := make(chan int64, 1)
+	cause := make(chan error, 1)
+	g.executor(t, "stopper", Config{}, held(started, nil, cause), nil)
+	g.dispatch(t, 1)
+	awaitStart(t, started)
+	g.cancelReady(t, 1)
+	// What the relay publishes for the cancellation (no relay runs here).
+	data, err := events.Encode(events.TaskTransferred{TaskID: 1, Type: g.typ, From: contracts.StatusReady,
+		To: contracts.StatusCancelled, Attempt: 0})
+	require.NoError(t, err)
+	pub, err := bus.Connect(ctx, g.url, "test-relay")
+	require.NoError(t, err)
+	defer pub.Close()
+	require.NoError(t, pub.NC.Publish(events.TaskEventSubject(contracts.StatusCancelled), data))
+	select {
+	case err := <-cause:
+		require.ErrorIs(t, err, errCancelled)
+	case <-time.After(20 * time.Second):
+		t.Fatal("the handler was not cancelled")
+	}
+	testenv.Eventually(t, 10*time.Second, "the refused claim recorded", func() bool {
+		return g.history(t, 1) == "READY>CANCELLED>CANCELLED"
+	})
+	g.requireRefusedClaim(t, 1, "rejected READY->RUNNING from attempt 0: the task is CANCELLED", "stopper")
+}
+
 // A handler still running when the window ends on a task cancelled
 // meanwhile: the claim is refused (and recorded), and the handler is
 // cancelled with that cause; nothing more is written. The test ends the

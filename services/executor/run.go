@@ -560,7 +560,7 @@ func (e *Executor) finish(r *run, herr, cause error) {
 		// recorded; if somebody did, it is refused and the refusal is in the
 		// task's history.
 		log().Warn("lease lost while running", "err", herr)
-	case errors.Is(cause, errCancelled):
+	case errors.Is(cause, errCancelled) && !fused:
 		// The task is already CANCELLED in MySQL; there is nothing to write.
 		metrics.ExecutorRuns.WithLabelValues(r.task.Type, "cancelled").Inc()
 		log().Info("handler cancelled")
@@ -568,6 +568,11 @@ func (e *Executor) finish(r *run, herr, cause error) {
 		return
 	}
 	steps, outcome := e.outcomeSteps(r, herr, cause)
+	if errors.Is(cause, errCancelled) {
+		// A fused run cancelled before its claim was written: the chain
+		// is still written, so that its refused claim is on record.
+		outcome = "cancelled"
+	}
 	metrics.ExecutorRuns.WithLabelValues(r.task.Type, outcome).Inc()
 	e.sample(r, outcome, steps)
 	if fused {
