@@ -220,8 +220,9 @@ func (e *Executor) cancelledRun(ev events.TaskTransferred) *run {
 }
 
 // watchCancellations listens (core NATS, no durable state) to CANCELLED
-// events and cancels the handler of a cancelled RUNNING task held here. A
-// missed event is caught by the next heartbeat.
+// events and cancels the handler of a cancelled task running here
+// (cancelledRun). A missed event is caught by the next heartbeat, or, for
+// a fused run not yet claimed, by its claim's refusal.
 func (e *Executor) watchCancellations() (func(), error) {
 	sub, err := e.conn.NC.Subscribe(events.TaskEventSubject(contracts.StatusCancelled), func(m *nats.Msg) {
 		var ev events.TaskTransferred
