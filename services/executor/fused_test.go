@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
@@ -16,6 +17,7 @@ import (
 	"github.com/axsched/ax/services/internal/bus"
 	"github.com/axsched/ax/services/internal/keys"
 	"github.com/axsched/ax/services/internal/membership"
+	"github.com/axsched/ax/services/internal/metrics"
 	"github.com/axsched/ax/services/internal/store"
 	"github.com/axsched/ax/services/internal/testenv"
 )
@@ -68,6 +70,41 @@ func TestQuickTaskIsClaimedInItsOutcomesTransaction(t *testing.T) {
 			require.Equal(t, "v7", task.ExecVersion)
 			require.Equal(t, 1, task.Attempt)
 		})
+	}
+}
+
+// A dispatch whose task is no longer READY at its attempt fails the fence
+// on the read: a lost claim as with the claim transaction — counted, the
+// lease released, the message dropped — and nothing runs or is written.
+func TestStaleDispatchIsALostClaimOnTheRead(t *testing.T) {
+	rdb, k, g := windowRig(t, "test.fusedstale")
+	ctx := context.Background()
+	ran := make(chan int64, 2)
+	g.executor(t, "reader", Config{}, HandlerFunc(func(_ context.Context, task *Task) error {
+		ran <- task.ID
+		return nil
+	}), nil)
+	g.dispatch(t, 1)
+	require.EqualValues(t, 1, awaitStart(t, ran))
+	testenv.Eventually(t, 10*time.Second, "the task SUCCESS", func() bool {
+		return g.history(t, 1) == "READY>RUNNING>SUCCESS"
+	})
+	testenv.Eventually(t, 10*time.Second, "the lease released", func() bool {
+		return rdb.Exists(ctx, k.Lock(1)).Val() == 0
+	})
+	lost := testutil.ToFloat64(metrics.ExecutorClaimsLost.WithLabelValues(g.typ))
+	data, err := events.Encode(events.TaskDispatched{TaskID: 1, Type: g.typ, Attempt: 0, Load: true})
+	require.NoError(t, err)
+	g.publish(t, 1, events.ExecSubject(g.typ, contracts.PriorityNormal, events.SharedToken), data)
+	testenv.Eventually(t, 20*time.Second, "the stale dispatch counted as a lost claim", func() bool {
+		return testutil.ToFloat64(metrics.ExecutorClaimsLost.WithLabelValues(g.typ)) == lost+1
+	})
+	require.Equal(t, "READY>RUNNING>SUCCESS", g.history(t, 1))
+	require.Zero(t, rdb.Exists(ctx, k.Lock(1)).Val(), "the lease of the lost claim released")
+	select {
+	case id := <-ran:
+		t.Fatalf("task %d ran again", id)
+	default:
 	}
 }
 
@@ -338,15 +375,22 @@ func TestExecutorKilledInsideTheWindowIsRecovered(t *testing.T) {
 	require.Contains(t, hist[1].Reason, "took over lease victim:1")
 }
 
-// send publishes task id's lean dispatch on subject, as a dispatcher would.
+// send publishes task id's lean dispatch, as its row says, on subject, as
+// a dispatcher would.
 func (g *faultRig) send(t *testing.T, id int64, subject string) {
 	t.Helper()
-	ctx := context.Background()
-	task, err := g.st.GetTask(ctx, id)
+	task, err := g.st.GetTask(context.Background(), id)
 	require.NoError(t, err)
 	data, err := events.Encode(events.TaskDispatched{TaskID: id, Type: g.typ, Attempt: task.Attempt,
 		NextRunTimeMs: task.NextRunTimeMs, Load: true})
 	require.NoError(t, err)
+	g.publish(t, id, subject, data)
+}
+
+// publish sends the encoded dispatch data of task id on subject.
+func (g *faultRig) publish(t *testing.T, id int64, subject string, data []byte) {
+	t.Helper()
+	ctx := context.Background()
 	pub, err := bus.Connect(ctx, g.url, "test-dispatcher")
 	require.NoError(t, err)
 	defer pub.Close()
