@@ -16,8 +16,15 @@ import (
 
 var schedulerOnly = []app.Service{app.Submitter, app.Timer, app.Dispatcher, app.Reaper}
 
+// claimFirst turns fused claims off (Config.ClaimAfter).
+const claimFirst time.Duration = -1
+
 // runningOrder returns task IDs in the order they were claimed, with each
-// task's priority, read from the RUNNING history rows.
+// task's priority, read from the RUNNING history rows. Those rows are in
+// claim order only when claims are written before their handlers start
+// (claimFirst): a fused claim is written with its outcome, in the order
+// the runs end. The order in which tasks are taken is the fetcher's
+// either way.
 func (s *system) runningOrder(t *testing.T) ([]int64, map[int64]contracts.Priority) {
 	t.Helper()
 	rows, err := s.db.Query(`SELECT h.task_id, t.priority FROM task_history h JOIN tasks t ON t.id = h.task_id
@@ -75,6 +82,7 @@ func TestLanesServedInPriorityOrder(t *testing.T) {
 	sys.join(t, []app.Service{app.Executor}, func(c *app.Config) {
 		c.Node = "late-executor"
 		c.Executor.Fetchers = 1
+		c.Executor.ClaimAfter = claimFirst
 	})
 	testenv.Eventually(t, 60*time.Second, "300 tasks SUCCESS", func() bool {
 		return sys.count(t, "status = 'SUCCESS'") == 300
@@ -249,6 +257,7 @@ func TestPausedTypeWaitsAndResumesInOrder(t *testing.T) {
 		// the timer popped them (lane order), so the idle executor cannot
 		// see a low task before the high ones are published.
 		c.Dispatcher.Consumers = 1
+		c.Executor.ClaimAfter = claimFirst
 	})
 	ctx := context.Background()
 	yes, no := true, false

@@ -78,6 +78,7 @@ func (e *Executor) contest(ctx context.Context, d *events.TaskDispatched, r *run
 	if n == 0 {
 		return false, errLeaseHeld // changed under us: look again shortly
 	}
+	r.tookOver = holder
 	e.logger.Info("took over the lease of a claim that never committed", "task_id", d.TaskID,
 		"attempt", r.task.Attempt, "holder", holder)
 	return true, nil

@@ -31,6 +31,13 @@
 // for a second; a lease left on a still-READY task by a dead claimant or an
 // older attempt is taken over.
 //
+// Fused claims (Config.ClaimAfter, types without a cluster-wide limit):
+// the transfer is not written before the handler starts. One plain read
+// checks the same fence, the handler starts, and a handler that returns
+// within the window has the claim written in its outcome's transaction; a
+// longer one has it written when the window ends. The dispatch is
+// acknowledged once the claim has committed or been refused (fused.go).
+//
 // Run: the handler runs under the task's deadline. A watchdog renews every
 // held lease (and running-set member) while it still holds this attempt's
 // value, refreshes the tasks' heartbeats in one statement, and cancels a
@@ -82,6 +89,17 @@ const (
 	TimeoutDefault         = 5 * time.Minute
 	MaxRetriesDefault      = 3
 	AgingAfterDefault      = 30 * time.Second
+	// ClaimAfterDefault is the fused-claim window (Config.ClaimAfter): long
+	// enough for handlers doing in-process work or one quick call to end
+	// inside it, so their claim costs no commit of its own, and short beside
+	// the 5 s a fetched dispatch may stay unacknowledged (bus.ExecAckWait)
+	// and the heartbeat periods, so a run longer than it shows RUNNING a
+	// tenth of a second late at most.
+	ClaimAfterDefault = 100 * time.Millisecond
+	// ClaimAfterMax bounds the window: its dispatch stays unacknowledged
+	// until the claim commits, and one held past bus.ExecAckWait (5 s)
+	// would be delivered again meanwhile.
+	ClaimAfterMax = time.Second
 	// AbandonGrace is how long a handler that ignores its context is waited
 	// for after its deadline before its slot is reclaimed.
 	AbandonGrace = time.Second
@@ -103,6 +121,13 @@ var (
 	errLeaseLost = errors.New("lease lost")
 	errTimeout   = errors.New("task deadline exceeded")
 	errCancelled = errors.New("task cancelled")
+	// errClaimRefused stops a handler started on a deferred claim whose
+	// claim MySQL refused when its window ended: the task was cancelled,
+	// re-scheduled or taken by another executor while the handler ran.
+	errClaimRefused = errors.New("claim refused after the fused-claim window: the task is no longer READY at the dispatched attempt")
+	// errClaimFailed stops a handler whose deferred claim could not be
+	// written; the dispatch comes back to run the task again.
+	errClaimFailed = errors.New("claim after the fused-claim window failed")
 )
 
 // Config tunes an executor.
@@ -128,6 +153,14 @@ type Config struct {
 	// AgingAfter is how long past its due time a task waits before it
 	// counts one lane higher.
 	AgingAfter time.Duration
+	// ClaimAfter is the fused-claim window (0: ClaimAfterDefault; negative:
+	// none, every claim is written before its handler starts). A task of a
+	// type without a cluster-wide limit starts on a plain read of its row;
+	// if its handler returns within the window, its READY -> RUNNING claim
+	// is written in the outcome's transaction (one commit per task instead
+	// of two); if not, the claim is written when the window ends and the
+	// run goes on as a claimed one (see fused.go).
+	ClaimAfter time.Duration
 	// HeartbeatInterval is how often the node writes its membership
 	// heartbeat; after three missed ones the reaper takes it for dead.
 	HeartbeatInterval time.Duration
@@ -167,6 +200,10 @@ func (c *Config) defaults() {
 	if c.AgingAfter <= 0 {
 		c.AgingAfter = AgingAfterDefault
 	}
+	if c.ClaimAfter == 0 {
+		c.ClaimAfter = ClaimAfterDefault
+	}
+	c.ClaimAfter = min(c.ClaimAfter, ClaimAfterMax)
 	if c.HeartbeatInterval <= 0 {
 		c.HeartbeatInterval = membership.IntervalDefault
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -29,6 +30,10 @@ type faultRig struct {
 	keys  keys.Keys
 	typ   string
 	typTO time.Duration
+	// window, when set, overrides the executors' fused-claim window past
+	// the bound Config takes (ClaimAfterMax), so a handler can be held
+	// inside it for as long as a test needs.
+	window time.Duration
 }
 
 // executor starts an executor on node with its own Redis client and NATS
@@ -46,6 +51,9 @@ func (g *faultRig) executor(t *testing.T, node string, cfg Config, h Handler, ho
 		[]TypeSpec{{Name: g.typ, Handler: h, Concurrency: 4, Timeout: g.typTO}})
 	require.NoError(t, err)
 	e.afterLease = hook
+	if g.window != 0 {
+		e.cfg.ClaimAfter = g.window
+	}
 	ctx, stop := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- e.Run(ctx) }()
@@ -214,40 +222,62 @@ func blocking(started chan<- int64, release <-chan struct{}) Handler {
 }
 
 // Redis losing everything (FLUSHALL) under a running task takes its lease
-// away, not its ownership: MySQL still says RUNNING at this attempt, so the
+// away, not its ownership: MySQL still says RUNNING at this attempt (or,
+// inside the fused-claim window, READY at the attempt before), so the
 // watchdog takes the lease again and the handler carries on. The task ends
 // SUCCESS at attempt 1, with no FAILED row and no retry spent.
 func TestRedisLossDoesNotCancelARunningTask(t *testing.T) {
-	srv := testenv.StartRedis(t)
-	g := newFaultRig(t, srv.Addr, keys.New("ax"), "test.flush")
-	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr})
-	defer rdb.Close()
-	ctx := context.Background()
-	started := make(chan int64, 1)
-	release := make(chan struct{})
-	g.executor(t, "keeper", Config{RenewInterval: 100 * time.Millisecond}, blocking(started, release), nil)
-	g.dispatch(t, 1)
-	select {
-	case <-started:
-	case <-time.After(20 * time.Second):
-		t.Fatal("the task did not start")
+	for _, tc := range []struct {
+		name   string
+		window time.Duration
+		before contracts.Status // the task's state while the handler runs
+	}{
+		{"claimed", 0, contracts.StatusRunning},
+		{"inside the window", time.Minute, contracts.StatusReady},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := testenv.StartRedis(t)
+			g := newFaultRig(t, srv.Addr, keys.New("ax"), "test.flush")
+			g.window = tc.window
+			rdb := redis.NewClient(&redis.Options{Addr: srv.Addr})
+			defer rdb.Close()
+			ctx := context.Background()
+			started := make(chan int64, 1)
+			release := make(chan struct{})
+			g.executor(t, "keeper", Config{RenewInterval: 100 * time.Millisecond}, blocking(started, release), nil)
+			g.dispatch(t, 1)
+			select {
+			case <-started:
+			case <-time.After(20 * time.Second):
+				t.Fatal("the task did not start")
+			}
+			g.awaitStatus(t, 1, tc.before)
+			require.Equal(t, "keeper:1", rdb.Get(ctx, g.keys.Lock(1)).Val())
+			require.NoError(t, rdb.FlushAll(ctx).Err())
+			testenv.Eventually(t, 10*time.Second, "the lease taken again", func() bool {
+				return rdb.Get(ctx, g.keys.Lock(1)).Val() == "keeper:1"
+			})
+			require.Equal(t, string(tc.before), g.history(t, 1)[strings.LastIndex(g.history(t, 1), ">")+1:])
+			close(release)
+			g.awaitStatus(t, 1, contracts.StatusSuccess)
+			task, err := g.st.GetTask(ctx, 1)
+			require.NoError(t, err)
+			require.Equal(t, 1, task.Attempt)
+			require.Equal(t, "READY>RUNNING>SUCCESS", g.history(t, 1))
+		})
 	}
-	require.Equal(t, "keeper:1", rdb.Get(ctx, g.keys.Lock(1)).Val())
-	require.NoError(t, rdb.FlushAll(ctx).Err())
-	testenv.Eventually(t, 10*time.Second, "the lease taken again", func() bool {
-		return rdb.Get(ctx, g.keys.Lock(1)).Val() == "keeper:1"
-	})
-	close(release)
-	testenv.Eventually(t, 10*time.Second, "the task SUCCESS", func() bool {
-		task, err := g.st.GetTask(ctx, 1)
+}
+
+// awaitStatus waits for task id to be in state want: a handler started
+// inside the fused-claim window runs while its task is still READY, and
+// is RUNNING once the window ended and its claim committed.
+func (g *faultRig) awaitStatus(t *testing.T, id int64, want contracts.Status) {
+	t.Helper()
+	testenv.Eventually(t, 10*time.Second, "task "+string(want), func() bool {
+		task, err := g.st.GetTask(context.Background(), id)
 		require.NoError(t, err)
-		return task.Status != contracts.StatusRunning
+		return task.Status == want
 	})
-	task, err := g.st.GetTask(ctx, 1)
-	require.NoError(t, err)
-	require.Equal(t, contracts.StatusSuccess, task.Status)
-	require.Equal(t, 1, task.Attempt)
-	require.Equal(t, "READY>RUNNING>SUCCESS", g.history(t, 1))
 }
 
 // A type's cluster-wide running set is rebuilt from MySQL's RUNNING rows
@@ -357,6 +387,7 @@ func TestRedisLossCancelsOnlyATaskOwnedElsewhere(t *testing.T) {
 			case <-time.After(20 * time.Second):
 				t.Fatal("the task did not start")
 			}
+			g.awaitStatus(t, 1, contracts.StatusRunning) // claimed: the window ended
 			require.NoError(t, tc.taken(g, 1))
 			select {
 			case err := <-cause:

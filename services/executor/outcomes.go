@@ -18,6 +18,9 @@ type outcome struct {
 	r     *run
 	steps []store.TransferParams
 	done  chan error
+	// keep marks a fused run's claim written on its own (claimLate): the
+	// run goes on, so its lease is not released after the commit.
+	keep bool
 }
 
 // recordOutcome hands the outcome of r to the writer and waits for it to
@@ -62,9 +65,12 @@ const outcomeTimeout = 10 * time.Second
 
 func (e *Executor) writeBatch(batch []outcome) {
 	chains := make([][]store.TransferParams, len(batch))
-	runs := make([]*run, len(batch))
+	runs := make([]*run, 0, len(batch))
 	for i, o := range batch {
-		chains[i], runs[i] = o.steps, o.r
+		chains[i] = o.steps
+		if !o.keep {
+			runs = append(runs, o.r)
+		}
 	}
 	out, err := e.transferOutcomes(chains)
 	ctx, cancel := context.WithTimeout(context.Background(), outcomeTimeout)

@@ -32,6 +32,10 @@ type report struct {
 	taskID  int64
 	attempt int
 	now     func() time.Time
+	// claimFirst, set for a run started before its claim was written
+	// (fused.go), writes the claim now: progress is fenced on RUNNING, so
+	// a report made inside the window would otherwise be dropped.
+	claimFirst func() error
 
 	mu        sync.Mutex
 	result    []byte
@@ -95,6 +99,11 @@ func SetProgress(ctx context.Context, percent int, message string) error {
 	}
 	r.lastWrite = now
 	r.mu.Unlock()
+	if r.claimFirst != nil {
+		if err := r.claimFirst(); err != nil {
+			return err
+		}
+	}
 	_, err := r.st.SetProgress(ctx, store.ProgressParams{TaskID: r.taskID, Attempt: r.attempt,
 		Percent: percent, Message: store.Truncate(message, contracts.MaxProgressMessageBytes)})
 	return err

@@ -45,6 +45,12 @@ type run struct {
 	// trace is the trace context the run joins: the dispatch's header,
 	// or the one stored with the task (tracing).
 	trace string
+	// tookOver is the lease this claim took over from a claimant that
+	// never committed (contest), named in the claim's history reason.
+	tookOver string
+	// fused is the state of a run started before its claim was written
+	// (nil for a run claimed first): see fused.go.
+	fused *fusedClaim
 }
 
 // take claims the task of h and starts it; it releases the slot it was
@@ -175,7 +181,7 @@ func (e *Executor) resizeLeases(ctx context.Context, runs []*run) {
 // only while the task is READY at the dispatched attempt and due no later
 // than the dispatch says (a dispatch built from an event or index entry
 // must not start a task re-scheduled since; its newer dispatch will).
-func (e *Executor) claimParams(d *events.TaskDispatched) store.TransferParams {
+func (e *Executor) claimParams(d *events.TaskDispatched, r *run) store.TransferParams {
 	attempt := d.Attempt
 	reason := "claimed by " + e.cfg.Node
 	switch {
@@ -183,6 +189,11 @@ func (e *Executor) claimParams(d *events.TaskDispatched) store.TransferParams {
 		reason += " (version " + e.version() + "; fell back from " + d.FallbackFrom + ", which had no live executor past the grace)"
 	case e.cfg.VersionLabel != "":
 		reason += " (version " + e.version() + ")"
+	}
+	if r.tookOver != "" {
+		// The recovery of a claimant that died holding the lease (before
+		// its claim, or inside its fused-claim window) is on record.
+		reason += "; took over lease " + r.tookOver + " of a claim that never committed"
 	}
 	p := store.TransferParams{
 		TaskID: d.TaskID, From: contracts.StatusReady, To: contracts.StatusRunning,
@@ -196,8 +207,9 @@ func (e *Executor) claimParams(d *events.TaskDispatched) store.TransferParams {
 }
 
 // takeBatch claims the tasks of hs together — their leases in one Redis
-// pipeline, their READY -> RUNNING transfers in one transaction — and
-// starts the winners. Every slot the fetcher took for hs is either handed
+// pipeline, their READY -> RUNNING transfers in one transaction, or with a
+// fused-claim window one read of their rows (readClaims) — and starts the
+// winners. Every slot the fetcher took for hs is either handed
 // to a run or released, and every message is settled. A type with a
 // cluster-wide limit claims one task at a time, each waiting for a member
 // of the running set.
@@ -224,7 +236,6 @@ func (e *Executor) takeBatch(ctx context.Context, p *pool, hs []*head) {
 		locks[i] = pipe.SetNX(ctx, runs[i].lockKey, runs[i].lockVal, runs[i].lockTTL)
 	}
 	_, lockErr := pipe.Exec(ctx)
-	var chains [][]store.TransferParams
 	var held []int                  // indexes into hs of the leases taken
 	later := make([]error, len(hs)) // why a message goes back rather than being claimed or dropped
 	for i, h := range hs {
@@ -240,7 +251,6 @@ func (e *Executor) takeBatch(ctx context.Context, p *pool, hs []*head) {
 			}
 		}
 		held = append(held, i)
-		chains = append(chains, []store.TransferParams{e.claimParams(&h.task)})
 	}
 	giveBack := func(err error) {
 		e.releaseLocks(subset(runs, held))
@@ -257,15 +267,34 @@ func (e *Executor) takeBatch(ctx context.Context, p *pool, hs []*head) {
 		giveBack(err)
 		return
 	}
-	var out []store.ChainResult
-	if len(chains) > 0 {
-		var err error
-		if out, err = e.store.TransferBatch(ctx, chains); err != nil {
-			giveBack(err)
-			return
-		}
+	claim := e.writeClaims
+	if e.cfg.ClaimAfter > 0 {
+		claim = e.readClaims
 	}
+	won, err := claim(ctx, hs, runs, held)
+	if err != nil {
+		giveBack(err)
+		return
+	}
+	e.startWon(ctx, p, hs, runs, won, later)
+}
+
+// writeClaims commits the READY -> RUNNING transfers of the leased runs
+// (hs[held]) in one transaction and reports which won; the leases of the
+// others are released. An error means nothing was written.
+func (e *Executor) writeClaims(ctx context.Context, hs []*head, runs []*run, held []int) ([]bool, error) {
 	won := make([]bool, len(hs))
+	if len(held) == 0 {
+		return won, nil
+	}
+	chains := make([][]store.TransferParams, len(held))
+	for k, i := range held {
+		chains[k] = []store.TransferParams{e.claimParams(&hs[i].task, runs[i])}
+	}
+	out, err := e.store.TransferBatch(ctx, chains)
+	if err != nil {
+		return nil, err
+	}
 	var lost, resize []*run
 	claimedAt := time.Now()
 	for k, i := range held {
@@ -285,6 +314,14 @@ func (e *Executor) takeBatch(ctx context.Context, p *pool, hs []*head) {
 	}
 	e.releaseLocks(lost)
 	e.resizeLeases(ctx, resize)
+	return won, nil
+}
+
+// startWon starts the runs that won their claims and settles every other
+// message of hs, releasing its slot: one whose lease Redis did not give
+// (later) comes back, a lost claim is acknowledged and dropped. A claimed
+// run's message is acknowledged now; a fused one's when its claim commits.
+func (e *Executor) startWon(ctx context.Context, p *pool, hs []*head, runs []*run, won []bool, later []error) {
 	for i, h := range hs {
 		if !won[i] {
 			<-p.slots
@@ -298,9 +335,11 @@ func (e *Executor) takeBatch(ctx context.Context, p *pool, hs []*head) {
 			_ = h.msg.Ack()
 			continue
 		}
-		// The claim is committed: MySQL owns the task now, and a lost ack
-		// only causes a redelivery whose claim conflicts.
-		_ = h.msg.Ack()
+		if runs[i].fused == nil {
+			// The claim is committed: MySQL owns the task now, and a lost
+			// ack only causes a redelivery whose claim conflicts.
+			_ = h.msg.Ack()
+		}
 		e.wg.Add(1)
 		go e.execute(p, runs[i])
 	}
@@ -365,7 +404,7 @@ func (e *Executor) claim(ctx context.Context, p *pool, h *head) (*run, error) {
 		e.releaseLimit(r)
 		return nil, err
 	}
-	res, err := e.store.Transfer(ctx, e.claimParams(d))
+	res, err := e.store.Transfer(ctx, e.claimParams(d, r))
 	if err != nil {
 		e.releaseLocks([]*run{r})
 		e.releaseLimit(r)
@@ -453,7 +492,9 @@ func (e *Executor) execute(p *pool, r *run) {
 	tctx, endSpan := e.runSpan(tctx, r)
 	start := time.Now()
 	r.task.Hops.observe(start)
+	endWindow := e.openWindow(r)
 	err := e.callHandler(tctx, p.spec.Handler, r)
+	endWindow()
 	r.ended = time.Now()
 	r.ran = r.ended.Sub(start)
 	metrics.ExecutorRunSeconds.WithLabelValues(r.task.Type).Observe(r.ran.Seconds())
@@ -499,61 +540,48 @@ func (e *Executor) callHandler(ctx context.Context, h Handler, r *run) error {
 
 func (e *Executor) finish(r *run, herr, cause error) {
 	defer e.releaseLimit(r)
+	fused, ok := e.closeWindow(r)
+	if !ok {
+		return // its claim was refused or failed: claimLate settled it
+	}
 	// Built only when something is logged: finish runs once per task.
 	log := func() *slog.Logger {
 		return e.logger.With("task_id", r.task.ID, "type", r.task.Type, "attempt", r.task.Attempt)
 	}
 	switch {
+	case fused && herr != nil && errors.Is(cause, errShutdown):
+		// Nothing of the run is written yet: it is handed back as if it
+		// never started.
+		metrics.ExecutorRuns.WithLabelValues(r.task.Type, "returned").Inc()
+		e.handBackFused(r)
+		return
 	case r.leaseOut.Load() || errors.Is(cause, errLeaseLost):
 		// Still try the fenced write: if nobody took the task over it is
 		// recorded; if somebody did, it is refused and the refusal is in the
 		// task's history.
 		log().Warn("lease lost while running", "err", herr)
-	case errors.Is(cause, errCancelled):
+	case errors.Is(cause, errCancelled) && !fused:
 		// The task is already CANCELLED in MySQL; there is nothing to write.
 		metrics.ExecutorRuns.WithLabelValues(r.task.Type, "cancelled").Inc()
 		log().Info("handler cancelled")
 		e.releaseLocks([]*run{r})
 		return
 	}
-	attempt := r.task.Attempt
-	var steps []store.TransferParams
-	outcome := ""
-	switch {
-	case herr == nil:
-		// Checked before shutdown: a handler that finished as the drain
-		// timed out did its work, and handing it back would run it again.
-		steps = []store.TransferParams{{TaskID: r.task.ID, From: contracts.StatusRunning, To: contracts.StatusSuccess,
-			Attempt: &attempt, RecordRejection: true, Reason: "handler succeeded on " + e.cfg.Node}}
-		if res := r.report.resultOf(); res != nil {
-			steps[0].Also = store.SetResult(r.task.ID, res)
-		}
-		outcome = "success"
-	case errors.Is(cause, errShutdown):
-		steps = []store.TransferParams{{TaskID: r.task.ID, From: contracts.StatusRunning, To: contracts.StatusReady,
-			Attempt: &attempt, ClearExecutor: true, RecordRejection: true, Route: events.RouteDispatch,
-			Reason: e.cfg.Node + " shut down before the task finished"}}
-		outcome = "returned"
-	default:
-		f := retry.Failure{TaskID: r.task.ID, Type: r.task.Type, Attempt: attempt, RetryCount: r.retryCount,
-			MaxRetries: r.maxRetries, Status: contracts.StatusFailed, Error: herr.Error(),
-			Permanent: IsPermanent(herr), Reason: "handler failed on " + e.cfg.Node + ": " + herr.Error()}
-		outcome = "failed"
-		if errors.Is(cause, errTimeout) {
-			f.Status, f.Reason, outcome = contracts.StatusTimeout, "deadline of "+r.deadline.String()+" exceeded on "+e.cfg.Node, "timeout"
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		policy := retry.PolicyOf(e.settings(ctx, r.pool))
-		cancel()
-		if policy.FailSilently {
-			// Non-core work: visible in metrics, but outside the alert rule.
-			outcome += "_silent"
-		}
-		steps = retry.Plan(f, policy, e.clock.Now().UnixMilli(), nil)
+	steps, outcome := e.outcomeSteps(r, herr, cause)
+	if errors.Is(cause, errCancelled) {
+		// A fused run cancelled before its claim was written: the chain
+		// is still written, so that its refused claim is on record.
+		outcome = "cancelled"
 	}
 	metrics.ExecutorRuns.WithLabelValues(r.task.Type, outcome).Inc()
 	e.sample(r, outcome, steps)
+	if fused {
+		steps = e.fuse(r, steps)
+	}
 	err := e.recordOutcome(r, steps)
+	if fused {
+		e.fusedVerdict(r, err)
+	}
 	if err == nil {
 		observeHop(metrics.HopOutcome, r.ended, time.Now())
 		return
@@ -563,6 +591,42 @@ func (e *Executor) finish(r *run, herr, cause error) {
 		return
 	}
 	log().Error("record outcome failed; the reaper will recover the task", "outcome", outcome, "err", err)
+}
+
+// outcomeSteps are the transfers that record how r's handler ended (herr,
+// and the cause of its context's end), and the outcome's metric label.
+func (e *Executor) outcomeSteps(r *run, herr, cause error) ([]store.TransferParams, string) {
+	attempt := r.task.Attempt
+	switch {
+	case herr == nil:
+		// Checked before shutdown: a handler that finished as the drain
+		// timed out did its work, and handing it back would run it again.
+		steps := []store.TransferParams{{TaskID: r.task.ID, From: contracts.StatusRunning, To: contracts.StatusSuccess,
+			Attempt: &attempt, RecordRejection: true, Reason: "handler succeeded on " + e.cfg.Node}}
+		if res := r.report.resultOf(); res != nil {
+			steps[0].Also = store.SetResult(r.task.ID, res)
+		}
+		return steps, "success"
+	case errors.Is(cause, errShutdown):
+		return []store.TransferParams{{TaskID: r.task.ID, From: contracts.StatusRunning, To: contracts.StatusReady,
+			Attempt: &attempt, ClearExecutor: true, RecordRejection: true, Route: events.RouteDispatch,
+			Reason: e.cfg.Node + " shut down before the task finished"}}, "returned"
+	}
+	f := retry.Failure{TaskID: r.task.ID, Type: r.task.Type, Attempt: attempt, RetryCount: r.retryCount,
+		MaxRetries: r.maxRetries, Status: contracts.StatusFailed, Error: herr.Error(),
+		Permanent: IsPermanent(herr), Reason: "handler failed on " + e.cfg.Node + ": " + herr.Error()}
+	outcome := "failed"
+	if errors.Is(cause, errTimeout) {
+		f.Status, f.Reason, outcome = contracts.StatusTimeout, "deadline of "+r.deadline.String()+" exceeded on "+e.cfg.Node, "timeout"
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	policy := retry.PolicyOf(e.settings(ctx, r.pool))
+	cancel()
+	if policy.FailSilently {
+		// Non-core work: visible in metrics, but outside the alert rule.
+		outcome += "_silent"
+	}
+	return retry.Plan(f, policy, e.clock.Now().UnixMilli(), nil), outcome
 }
 
 // track adds r to, or removes it from, the running runs.

@@ -67,6 +67,7 @@ func (e *Executor) renew(ctx context.Context) {
 		return
 	}
 	gone := e.renewLeases(ctx, slices.Concat(runs, settling))[:len(runs)]
+	runs, gone = e.splitUnclaimed(ctx, runs, gone)
 	if len(runs) == 0 {
 		return
 	}
@@ -99,6 +100,26 @@ func (e *Executor) renew(ctx context.Context) {
 		}
 	}
 	e.retake(ctx, retake)
+}
+
+// splitUnclaimed takes the fused runs whose claim is not written yet out
+// of runs (and their gone flags): MySQL has their tasks READY, so they get
+// no heartbeat, and a lease Redis lost is judged by checkUnclaimed.
+func (e *Executor) splitUnclaimed(ctx context.Context, runs []*run, gone []bool) ([]*run, []bool) {
+	var lostLease []*run
+	n := 0
+	for i, r := range runs {
+		if r.unclaimed() {
+			if gone[i] {
+				lostLease = append(lostLease, r)
+			}
+			continue
+		}
+		runs[n], gone[n] = r, gone[i]
+		n++
+	}
+	e.checkUnclaimed(ctx, lostLease)
+	return runs[:n], gone[:n]
 }
 
 // renewLeases extends every run's lease and running-set member in one
@@ -180,20 +201,36 @@ func (e *Executor) tracked(r *run) bool {
 	return e.running[r.task.ID] == r
 }
 
+// cancelledRun is the run here whose task the CANCELLED event ev ended: a
+// claimed run's task cancelled while RUNNING at its attempt, or a fused
+// run's, still unclaimed, cancelled while READY at the attempt before.
+func (e *Executor) cancelledRun(ev events.TaskTransferred) *run {
+	e.mu.Lock()
+	r := e.running[ev.TaskID]
+	e.mu.Unlock()
+	switch {
+	case r == nil:
+		return nil
+	case ev.From == contracts.StatusRunning && r.task.Attempt == ev.Attempt:
+		return r
+	case ev.From == contracts.StatusReady && r.unclaimed() && r.task.Attempt == ev.Attempt+1:
+		return r
+	}
+	return nil
+}
+
 // watchCancellations listens (core NATS, no durable state) to CANCELLED
-// events and cancels the handler of a cancelled RUNNING task held here. A
-// missed event is caught by the next heartbeat.
+// events and cancels the handler of a cancelled task running here
+// (cancelledRun). A missed event is caught by the next heartbeat, or, for
+// a fused run not yet claimed, by its claim's refusal.
 func (e *Executor) watchCancellations() (func(), error) {
 	sub, err := e.conn.NC.Subscribe(events.TaskEventSubject(contracts.StatusCancelled), func(m *nats.Msg) {
 		var ev events.TaskTransferred
-		if events.Decode(m.Data, &ev) != nil || ev.From != contracts.StatusRunning {
+		if events.Decode(m.Data, &ev) != nil {
 			return
 		}
-		e.mu.Lock()
-		r := e.running[ev.TaskID]
-		e.mu.Unlock()
-		if r != nil && r.task.Attempt == ev.Attempt {
-			e.logger.Info("task cancelled; cancelling handler", "task_id", ev.TaskID, "attempt", ev.Attempt)
+		if r := e.cancelledRun(ev); r != nil {
+			e.logger.Info("task cancelled; cancelling handler", "task_id", ev.TaskID, "attempt", r.task.Attempt)
 			r.cancel(errCancelled)
 		}
 	})

@@ -71,6 +71,10 @@ func newServerCmd(name, short string, services []app.Service, embedded bool) *co
 			cfg.NATSTypes = f.natsTypes()
 			cfg.Executor.AfterLease = faultKillAfterLease(logger)
 			cfg.Executor.HeartbeatInterval = f.heartbeat
+			cfg.Executor.ClaimAfter = f.claimAfter
+			if f.claimAfter <= 0 {
+				cfg.Executor.ClaimAfter = -1 // the flag's 0: no window
+			}
 			cfg.Reaper.HeartbeatInterval = f.heartbeat
 			cfg.Relay.NoGapTracking = !f.relayGapTracking
 			stopProfile, err := startCPUProfile(f.cpuProfile)

@@ -35,6 +35,11 @@ type TransferParams struct {
 	// fresh heartbeat. Used for READY -> RUNNING.
 	Claim    bool
 	Executor string
+	// SkipRun, on a claim, leaves RunFields out of the result: the
+	// claimant read them before (an executor's fused claim, written with
+	// the attempt's outcome), so the locking read need not fetch the
+	// payload again.
+	SkipRun bool
 	// ExecVersion, on a claim, records the claimant's version on the task
 	// (empty: left as it is).
 	ExecVersion string
@@ -264,7 +269,7 @@ func (s *Store) transferBatchTx(ctx context.Context, tx *sql.Tx, chains [][]Tran
 	claims := false
 	for _, steps := range chains {
 		for _, p := range steps {
-			claims = claims || p.Claim
+			claims = claims || (p.Claim && !p.SkipRun)
 		}
 	}
 	rows, err := lockRows(ctx, tx, ids, claims)
@@ -337,7 +342,7 @@ func (s *Store) transferLockedTx(ctx context.Context, tx *sql.Tx, chains [][]Tra
 	if len(plan) == 0 {
 		return nil
 	}
-	if err := updateRows(ctx, tx, plan); err != nil {
+	if err := updateRows(ctx, tx, inLayers(plan)); err != nil {
 		return err
 	}
 	recs := make([]transferRecord, len(plan))
@@ -491,6 +496,46 @@ func setClause(p TransferParams) (string, []any) {
 		args = append(args, *p.NextRunTimeMs)
 	}
 	return strings.Join(set, ", "), args
+}
+
+// inLayers reorders plan for updateRows: each task's first step, then each
+// one's second, and so on, grouped within a layer by the change they
+// make. A row's own steps keep their order, and rows are independent of
+// one another, so the updates leave the same rows; but chains of several
+// steps (a fused claim and its outcome: READY->RUNNING, RUNNING->SUCCESS
+// for each task) no longer alternate shapes, and a batch of them costs one
+// UPDATE per shape instead of one per step. plan is left as it is (its
+// order is the history rows').
+func inLayers(plan []plannedStep) []plannedStep {
+	layer := make([]int, len(plan))
+	seen := make(map[int64]int, len(plan))
+	layered := false
+	for i, ps := range plan {
+		layer[i] = seen[ps.p.TaskID]
+		seen[ps.p.TaskID]++
+		layered = layered || layer[i] > 0
+	}
+	if !layered {
+		return plan
+	}
+	idx := make([]int, len(plan))
+	shape := make([]string, len(plan))
+	for i, ps := range plan {
+		idx[i] = i
+		set, _ := setClause(ps.p)
+		shape[i] = string(ps.p.From) + ">" + string(ps.p.To) + " " + set
+	}
+	slices.SortStableFunc(idx, func(a, b int) int {
+		if layer[a] != layer[b] {
+			return layer[a] - layer[b]
+		}
+		return strings.Compare(shape[a], shape[b])
+	})
+	out := make([]plannedStep, len(plan))
+	for k, i := range idx {
+		out[k] = plan[i]
+	}
+	return out
 }
 
 // updateRows writes the planned steps in order, folding runs of steps that
