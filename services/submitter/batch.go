@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strconv"
 
 	"github.com/axsched/ax/contracts"
 	"github.com/axsched/ax/services/internal/metrics"
@@ -165,5 +164,5 @@ func fillResult(out *contracts.BatchResponse, i int, c store.BatchResult) {
 		res.Status = http.StatusCreated
 		out.Created++
 	}
-	metrics.TasksSubmitted.WithLabelValues(task.Type, strconv.FormatBool(c.Deduplicated)).Inc()
+	metrics.SubmittedBy.With(metrics.SubmitKey{Type: task.Type, Deduplicated: c.Deduplicated}).Inc()
 }
