@@ -114,7 +114,7 @@ func (s *Submitter) validateBatch(ctx context.Context, raws []json.RawMessage) (
 // its body, then validates it.
 func (s *Submitter) validateItem(ctx context.Context, raw json.RawMessage) (store.NewTask, *contracts.Problem) {
 	var req contracts.SubmitRequest
-	if p := decodeObject(raw, &req, "submission"); p != nil {
+	if p := decodeItem(raw, &req, "submission"); p != nil {
 		// The batch as a whole parsed, so every item is valid JSON and
 		// what remains is an unacceptable value.
 		return store.NewTask{}, contracts.NewProblem(http.StatusBadRequest, contracts.CodeInvalidArgument, p.Detail)

@@ -67,6 +67,22 @@ func decodeObject(data []byte, v any, what string) *contracts.Problem {
 	}
 }
 
+// decodeItem is decodeObject for one submission of a batch, data being
+// one valid JSON value (the batch's body parsed). It decodes with
+// segmentio's parser, about six times as fast as encoding/json's Decoder
+// with under a third of the allocations, which a batch of a thousand
+// items pays a thousand times. An item it refuses, which is rare, is
+// decoded again by decodeObject, so its problem is worded exactly as for
+// a single submission (the two packages name fields differently in their
+// errors).
+func decodeItem(data []byte, req *contracts.SubmitRequest, what string) *contracts.Problem {
+	if _, err := segjson.Parse(data, req, segjson.DisallowUnknownFields); err == nil && startsObject(data) {
+		return nil
+	}
+	*req = contracts.SubmitRequest{}
+	return decodeObject(data, req, what)
+}
+
 // startsObject reports whether the JSON value in data is an object.
 func startsObject(data []byte) bool {
 	data = bytes.TrimLeft(data, " \t\r\n")

@@ -69,3 +69,62 @@ func BenchmarkWriteJSONTask(b *testing.B) {
 		writeJSON(w, http.StatusCreated, task)
 	}
 }
+
+// TestDecodeItemAsDecodeObject: on valid JSON, decodeItem fills the
+// submission and words its problems exactly as decodeObject does.
+func TestDecodeItemAsDecodeObject(t *testing.T) {
+	for _, in := range []string{
+		`{"type":"a.b","payload":{"x":[1,{"y":null}]},"priority":"high","max_retries":2,"biz_key":"k","delay":"1s"}`,
+		` {"type":"a.b"} `, `{}`, `{"type":"a.b","bogus":1}`, `{"Type":"a","TYPE":"b","tYpe":"c"}`, `{"type":"a","type":"b"}`,
+		`{"type":1}`, `{"max_retries":"x"}`, `{"max_retries":1.5}`, `{"max_retries":1e2}`, `{"max_retries":-0}`,
+		`{"max_retries":99999999999999999999}`, `{"max_retries":true}`, `{"max_retries":null}`, `{"biz_key":null}`,
+		`{"parents":"x"}`, `{"parents":[1]}`, `{"parents":["1",2]}`, `{"parents":[["1"]]}`, `{"parents":{"a":1}}`,
+		`{"payload":null}`, `{"payload":"x"}`, `{"payload":[1,2]}`, `{"priority":"\u0068igh","type":"a\u00e9\ud83d\ude00"}`,
+		`[1]`, `[]`, `"x"`, `3`, `null`, `true`, `{"timeout":5}`, `{"run_at":{}}`, `{"when":[]}`, `{"TYpe":[]}`,
+	} {
+		var a, b contracts.SubmitRequest
+		pa, pb := decodeObject([]byte(in), &a, "submission"), decodeItem([]byte(in), &b, "submission")
+		require.Equal(t, pa, pb, in)
+		if pa == nil {
+			require.Equal(t, a, b, in)
+		}
+	}
+}
+
+// BenchmarkDecodeItem measures decoding one item of a batch.
+func BenchmarkDecodeItem(b *testing.B) {
+	item := []byte(`{"type":"ax.bench","payload":{"sleep_ms":1,"fail":false},"priority":"normal"}`)
+	for _, bc := range []struct {
+		name   string
+		decode func([]byte, any, string) *contracts.Problem
+	}{{"encoding_json", decodeObject}, {"segmentio", func(data []byte, v any, what string) *contracts.Problem {
+		return decodeItem(data, v.(*contracts.SubmitRequest), what)
+	}}} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				var req contracts.SubmitRequest
+				if p := bc.decode(item, &req, "submission"); p != nil {
+					b.Fatal(p.Detail)
+				}
+			}
+		})
+	}
+}
+
+// FuzzDecodeItem compares decodeItem with decodeObject on any valid JSON.
+func FuzzDecodeItem(f *testing.F) {
+	f.Add(`{"type":"a.b","payload":{"x":1},"max_retries":2,"parents":["1"]}`)
+	f.Add(`{"parents":[1]}`)
+	f.Fuzz(func(t *testing.T, in string) {
+		if !json.Valid([]byte(in)) {
+			return
+		}
+		var a, b contracts.SubmitRequest
+		pa, pb := decodeObject([]byte(in), &a, "submission"), decodeItem([]byte(in), &b, "submission")
+		require.Equal(t, pa, pb, in)
+		if pa == nil {
+			require.Equal(t, a, b, in)
+		}
+	})
+}
