@@ -34,7 +34,22 @@ func decodeJSON(w http.ResponseWriter, r *http.Request, limit int64, v any) *con
 		return contracts.NewProblem(http.StatusBadRequest, contracts.CodeMalformedJSON,
 			fmt.Sprintf("request body is not valid UTF-8 (at byte %d): JSON text must be UTF-8", invalidUTF8At(data)))
 	}
+	if req, ok := v.(*contracts.SubmitRequest); ok {
+		return decodeSubmission(data, req)
+	}
 	return decodeObject(data, v, "request body")
+}
+
+// decodeSubmission is decodeObject for the body of a single submission,
+// which every task submitted alone pays: a body that is one valid JSON
+// value (json.Valid only scans, allocating nothing) goes to decodeItem's
+// faster parser, anything else to decodeObject, which words the syntax
+// error.
+func decodeSubmission(data []byte, req *contracts.SubmitRequest) *contracts.Problem {
+	if !json.Valid(data) {
+		return decodeObject(data, req, "request body")
+	}
+	return decodeItem(data, req, "request body")
 }
 
 // decodeObject decodes data, which must be one JSON object, into v; what

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/require"
 
@@ -81,6 +82,8 @@ func TestDecodeItemAsDecodeObject(t *testing.T) {
 		`{"parents":"x"}`, `{"parents":[1]}`, `{"parents":["1",2]}`, `{"parents":[["1"]]}`, `{"parents":{"a":1}}`,
 		`{"payload":null}`, `{"payload":"x"}`, `{"payload":[1,2]}`, `{"priority":"\u0068igh","type":"a\u00e9\ud83d\ude00"}`,
 		`[1]`, `[]`, `"x"`, `3`, `null`, `true`, `{"timeout":5}`, `{"run_at":{}}`, `{"when":[]}`, `{"TYpe":[]}`,
+		`{"type":"\ud800"}`, `{"biz_key":"\udc00x\ud83d"}`, `{"type":"a\u0000b\/"}`, `{"max_retries":1.0}`, `{"max_retries":1E0}`,
+		`{"max_retries":-1}`, `{"max_retries":2147483648}`, `{"max_retries":-9223372036854775809}`, `{"payload":{"a":"\ud800"}}`,
 	} {
 		var a, b contracts.SubmitRequest
 		pa, pb := decodeObject([]byte(in), &a, "submission"), decodeItem([]byte(in), &b, "submission")
@@ -125,6 +128,49 @@ func FuzzDecodeItem(f *testing.F) {
 		require.Equal(t, pa, pb, in)
 		if pa == nil {
 			require.Equal(t, a, b, in)
+		}
+	})
+}
+
+// FuzzDecodeSubmission compares decodeSubmission with decodeObject on any
+// UTF-8 body, JSON or not.
+func FuzzDecodeSubmission(f *testing.F) {
+	f.Add(`{"type":"a.b","payload":{"x":1},"max_retries":2,"parents":["1"]}`)
+	f.Add(`{"type":"a.b"} {"type":"c"}`)
+	f.Add(`{"type":"a.b","payload":{"x":1,}}`)
+	f.Add(`{"TYpe":[]}`)
+	f.Fuzz(func(t *testing.T, in string) {
+		if !utf8.ValidString(in) {
+			return // decodeJSON refuses it first
+		}
+		var a, b contracts.SubmitRequest
+		pa, pb := decodeObject([]byte(in), &a, "request body"), decodeSubmission([]byte(in), &b)
+		require.Equal(t, pa, pb, in)
+		if pa == nil {
+			require.Equal(t, a, b, in)
+		}
+	})
+}
+
+// BenchmarkDecodeSubmission measures decoding the body of one submission.
+func BenchmarkDecodeSubmission(b *testing.B) {
+	body := []byte(`{"type":"ax.bench","payload":{"sleep_ms":1,"fail":false},"priority":"normal"}`)
+	b.Run("encoding_json", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			var req contracts.SubmitRequest
+			if p := decodeObject(body, &req, "request body"); p != nil {
+				b.Fatal(p.Detail)
+			}
+		}
+	})
+	b.Run("valid_then_segmentio", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			var req contracts.SubmitRequest
+			if p := decodeSubmission(body, &req); p != nil {
+				b.Fatal(p.Detail)
+			}
 		}
 	})
 }
