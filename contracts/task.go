@@ -3,7 +3,6 @@ package contracts
 import (
 	"encoding/json"
 	"fmt"
-	"regexp"
 	"time"
 )
 
@@ -53,10 +52,26 @@ func ParsePriority(v string) (Priority, error) {
 	return p, nil
 }
 
-// typeNamePattern keeps type names usable as NATS subject tokens: lowercase
-// segments separated by dots, no '_' so a dot can be mapped to '_' in
-// consumer names without two types colliding.
-var typeNamePattern = regexp.MustCompile(`^[a-z0-9]+(-[a-z0-9]+)*(\.[a-z0-9]+(-[a-z0-9]+)*)*$`)
+// validTypeName reports whether name is lowercase letters and digits in
+// runs separated by single '-' or '.' (the pattern
+// ^[a-z0-9]+(-[a-z0-9]+)*(\.[a-z0-9]+(-[a-z0-9]+)*)*$): such names are
+// usable as NATS subject tokens, and with no '_' a dot can be mapped to '_'
+// in consumer names without two types colliding. Checked by hand rather
+// than by regexp: every submission checks its type name.
+func validTypeName(name string) bool {
+	sep := true // the name must not start with a separator
+	for i := 0; i < len(name); i++ {
+		switch c := name[i]; {
+		case 'a' <= c && c <= 'z', '0' <= c && c <= '9':
+			sep = false
+		case (c == '-' || c == '.') && !sep:
+			sep = true
+		default:
+			return false
+		}
+	}
+	return !sep // nor end with one (nor be empty)
+}
 
 // MaxTypeNameLen bounds a task type name.
 const MaxTypeNameLen = 128
@@ -69,7 +84,7 @@ func validateName(kind, name string) error {
 	if name == "" {
 		return fmt.Errorf("%s is required", kind)
 	}
-	if len(name) > MaxTypeNameLen || !typeNamePattern.MatchString(name) {
+	if len(name) > MaxTypeNameLen || !validTypeName(name) {
 		return fmt.Errorf("%s %q is invalid: use lowercase letters, digits and '-', in segments separated by '.', at most %d characters", kind, name, MaxTypeNameLen)
 	}
 	return nil

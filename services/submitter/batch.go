@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strconv"
 
 	"github.com/axsched/ax/contracts"
 	"github.com/axsched/ax/services/internal/metrics"
@@ -115,7 +114,7 @@ func (s *Submitter) validateBatch(ctx context.Context, raws []json.RawMessage) (
 // its body, then validates it.
 func (s *Submitter) validateItem(ctx context.Context, raw json.RawMessage) (store.NewTask, *contracts.Problem) {
 	var req contracts.SubmitRequest
-	if p := decodeObject(raw, &req, "submission"); p != nil {
+	if p := decodeItem(raw, &req, "submission"); p != nil {
 		// The batch as a whole parsed, so every item is valid JSON and
 		// what remains is an unacceptable value.
 		return store.NewTask{}, contracts.NewProblem(http.StatusBadRequest, contracts.CodeInvalidArgument, p.Detail)
@@ -165,5 +164,5 @@ func fillResult(out *contracts.BatchResponse, i int, c store.BatchResult) {
 		res.Status = http.StatusCreated
 		out.Created++
 	}
-	metrics.TasksSubmitted.WithLabelValues(task.Type, strconv.FormatBool(c.Deduplicated)).Inc()
+	metrics.SubmittedBy.With(metrics.SubmitKey{Type: task.Type, Deduplicated: c.Deduplicated}).Inc()
 }

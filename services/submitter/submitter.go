@@ -203,7 +203,7 @@ func (s *Submitter) handleSubmit(w http.ResponseWriter, r *http.Request) {
 		s.internal(w, "create task", err)
 		return
 	}
-	metrics.TasksSubmitted.WithLabelValues(task.Type, strconv.FormatBool(dedup)).Inc()
+	metrics.SubmittedBy.With(metrics.SubmitKey{Type: task.Type, Deduplicated: dedup}).Inc()
 	out := task.API()
 	status := http.StatusCreated
 	if dedup {

@@ -185,19 +185,29 @@ func boundedWait(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(ctx, publishWaitMax)
 }
 
+// natsMsg builds m's message. Its headers' values share one backing array,
+// each a slice of capacity one (a later Add copies rather than overwrite a
+// neighbour), and the map is sized for them: one message per event makes
+// this the relay's busiest allocation site. Header keys are case-sensitive
+// in NATS, so assigning them is what Header.Set does.
 func natsMsg(m Msg) *nats.Msg {
-	nm := &nats.Msg{Subject: m.Subject, Data: m.Data, Header: nats.Header{}}
-	if m.ID != "" {
-		nm.Header.Set(events.HeaderMsgID, m.ID)
+	fields := [...][2]string{
+		{events.HeaderMsgID, m.ID}, {events.HeaderEventType, m.EventType},
+		{events.HeaderCorrelationID, m.CorrelationID}, {events.HeaderTraceParent, m.TraceParent},
 	}
-	if m.EventType != "" {
-		nm.Header.Set(events.HeaderEventType, m.EventType)
+	n := 0
+	for _, f := range fields {
+		if f[1] != "" {
+			n++
+		}
 	}
-	if m.CorrelationID != "" {
-		nm.Header.Set(events.HeaderCorrelationID, m.CorrelationID)
-	}
-	if m.TraceParent != "" {
-		nm.Header.Set(events.HeaderTraceParent, m.TraceParent)
+	nm := &nats.Msg{Subject: m.Subject, Data: m.Data, Header: make(nats.Header, n)}
+	vals := make([]string, 0, n)
+	for _, f := range fields {
+		if f[1] != "" {
+			vals = append(vals, f[1])
+			nm.Header[f[0]] = vals[len(vals)-1 : len(vals) : len(vals)]
+		}
 	}
 	return nm
 }

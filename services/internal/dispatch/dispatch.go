@@ -201,9 +201,9 @@ func (s *Sender) Sent(ctx context.Context, tasks []Task) {
 	marks := make([]redis.Z, len(tasks))
 	for i := range tasks {
 		task := &tasks[i].Dispatch
-		metrics.Dispatched.WithLabelValues(task.Type).Inc()
+		metrics.DispatchedOf.With(task.Type).Inc()
 		if task.Load {
-			metrics.DispatchedLean.WithLabelValues(task.Type).Inc()
+			metrics.DispatchedLeanOf.With(task.Type).Inc()
 		}
 		marks[i] = redis.Z{Score: now, Member: strconv.FormatInt(task.TaskID, 10)}
 	}

@@ -107,7 +107,7 @@ func (s *Store) countCreated(out []BatchResult) {
 	created := 0
 	for _, r := range out {
 		if !r.Deduplicated {
-			metrics.Transfers.WithLabelValues(string(r.Task.Status)).Inc()
+			metrics.TransfersTo.With(string(r.Task.Status)).Inc()
 			created++
 		}
 	}

@@ -26,3 +26,9 @@ func (s *Store) ChangeStatusForTest(ctx context.Context, id int64, from, to cont
 		return err
 	})
 }
+
+// WrapTypeLoad puts wrap around c's reads of MySQL.
+func (c *TypeCache) WrapTypeLoad(wrap func(load func(context.Context, string) (*TaskType, error), ctx context.Context, name string) (*TaskType, error)) {
+	load := c.load
+	c.load = func(ctx context.Context, name string) (*TaskType, error) { return wrap(load, ctx, name) }
+}

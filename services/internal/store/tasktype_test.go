@@ -16,7 +16,7 @@ import (
 	"github.com/axsched/ax/services/internal/testenv"
 )
 
-func registerType(t *testing.T, st *store.Store, name string) {
+func registerType(t testing.TB, st *store.Store, name string) {
 	t.Helper()
 	require.NoError(t, st.RegisterType(context.Background(), store.TaskType{
 		Name: name, TimeoutMs: 60000, MaxRetries: 3, Priority: contracts.PriorityNormal,
