@@ -110,9 +110,23 @@ func judge(v *verdict, a acked, status string, hist []row, calls []call) {
 	// of the backoff a failure of the attempt before set.
 	due := map[int]time.Time{}
 	recovered := 0
+	// shared counts, per attempt, the runs besides the one its claim
+	// granted that the history records: a fused run (begun before its
+	// claim was written) whose claim was refused, or whose lease a later
+	// claim of the same attempt took over from a dead or frozen holder.
+	shared := map[int]int{}
 	for _, r := range hist {
 		if r.from == "READY" && r.to == "RUNNING" {
 			granted[r.attempt] = true
+			if strings.Contains(r.reason, "took over lease") {
+				shared[r.attempt]++
+				recovered++
+			}
+		}
+		var refused int
+		if _, err := fmt.Sscanf(r.reason, "rejected READY->RUNNING from attempt %d", &refused); err == nil {
+			shared[refused+1]++
+			recovered++
 		}
 		if r.to == "RETRYING" && r.next > 0 {
 			due[r.attempt+1] = time.UnixMilli(r.next)
@@ -133,19 +147,19 @@ func judge(v *verdict, a acked, status string, hist []row, calls []call) {
 		return a.due
 	}
 	v.recoveries += recovered
-	seen := map[int]bool{}
+	seen := map[int]int{}
 	var success *call
 	for i, c := range calls {
 		if d := dueOf(c.attempt); c.start.Before(d) {
 			v.early++
 			v.note("task %s: attempt %d called %s before its due time", a.id, c.attempt, d.Sub(c.start))
 		}
-		if seen[c.attempt] || !granted[c.attempt] {
+		if seen[c.attempt] > shared[c.attempt] || !granted[c.attempt] {
 			v.dupUnexpl++
-			v.note("task %s: call for attempt %d unexplained (seen before: %t, granted: %t; history %s)",
+			v.note("task %s: call for attempt %d unexplained (calls before: %d, granted: %t; history %s)",
 				a.id, c.attempt, seen[c.attempt], granted[c.attempt], describe(hist))
 		}
-		seen[c.attempt] = true
+		seen[c.attempt]++
 		if c.ok {
 			success = &calls[i]
 		}

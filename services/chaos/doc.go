@@ -8,8 +8,10 @@
 //
 //   - lost: an acknowledged task missing, or not SUCCESS when the run ends;
 //   - early: a handler call that began before the task's due time;
-//   - unexplained duplicates: two calls for one attempt, or a call for an
-//     attempt no READY→RUNNING transfer in the history granted;
+//   - unexplained duplicates: a call for an attempt no READY→RUNNING
+//     transfer in the history granted, or a second call of one attempt
+//     that the history does not record (a refused fused claim, or a claim
+//     that took the attempt's lease over from its dead or frozen holder);
 //   - worst start delay: the longest wait from due time to the start of the
 //     call that succeeded, which is how long recovery took.
 //
