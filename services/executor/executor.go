@@ -249,7 +249,18 @@ type pool struct {
 	// type's cluster-wide running set, so the fetcher waiting for room
 	// claims the next task at once.
 	room chan struct{}
+	// recording bounds the runs of this type whose handlers returned and
+	// whose outcomes wait for the outcome writer (recordingFactor slots
+	// each): past it a returned run keeps its slot until one is recorded,
+	// so intake slows to the pace MySQL records at instead of piling
+	// finished runs up in memory. Only claims written before the handler
+	// (claim-first) used to hold intake to that pace.
+	recording chan struct{}
 }
+
+// recordingFactor is how many outcomes per slot may wait for the writer:
+// enough for the writer's next transaction to carry a large batch.
+const recordingFactor = 4
 
 // New builds an executor serving types.
 func New(cfg Config, st *store.Store, rdb redis.UniversalClient, k keys.Keys, conn *bus.Conn, clk clock.Clock, logger *slog.Logger, types []TypeSpec) (*Executor, error) {
@@ -283,7 +294,8 @@ func New(cfg Config, st *store.Store, rdb redis.UniversalClient, k keys.Keys, co
 		if ts.Concurrency <= 0 {
 			ts.Concurrency = ConcurrencyDefault
 		}
-		e.types[ts.Name] = &pool{spec: ts, slots: make(chan struct{}, ts.Concurrency), room: make(chan struct{}, 1)}
+		e.types[ts.Name] = &pool{spec: ts, slots: make(chan struct{}, ts.Concurrency), room: make(chan struct{}, 1),
+			recording: make(chan struct{}, recordingFactor*ts.Concurrency)}
 		metrics.InitType(ts.Name)
 	}
 	if len(e.types) == 0 {

@@ -504,8 +504,10 @@ func (e *Executor) execute(p *pool, r *run) {
 	// lost lease, and MySQL's verdict is the outcome's own.
 	e.settle(r, true)
 	e.track(r, false)
+	p.recording <- struct{}{} // may wait, holding the slot (pool.recording)
 	free()
 	e.finish(r, err, context.Cause(tctx))
+	<-p.recording
 	e.settle(r, false)
 }
 
