@@ -18,26 +18,32 @@ import (
 )
 
 // decodeJSON reads one JSON object of at most limit bytes into v, refusing
-// unknown fields so a misspelt option is an error rather than ignored. The
-// body must be UTF-8, as JSON text must: a payload is stored as sent and
-// served back, so an invalid byte would make every later answer invalid.
+// unknown fields so a misspelt option is an error rather than ignored.
 func decodeJSON(w http.ResponseWriter, r *http.Request, limit int64, v any) *contracts.Problem {
+	data, p := readBody(w, r, limit)
+	if p != nil {
+		return p
+	}
+	return decodeObject(data, v, "request body")
+}
+
+// readBody reads a request body of at most limit bytes. It must be UTF-8,
+// as JSON text must: a payload is stored as sent and served back, so an
+// invalid byte would make every later answer invalid.
+func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, *contracts.Problem) {
 	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
 	var tooLarge *http.MaxBytesError
 	switch {
 	case errors.As(err, &tooLarge):
-		return contracts.NewProblem(http.StatusRequestEntityTooLarge, contracts.CodePayloadTooLarge,
+		return nil, contracts.NewProblem(http.StatusRequestEntityTooLarge, contracts.CodePayloadTooLarge,
 			fmt.Sprintf("request body exceeds the limit of %d bytes", limit))
 	case err != nil:
-		return contracts.NewProblem(http.StatusBadRequest, contracts.CodeMalformedJSON, "request body cannot be read: "+err.Error())
+		return nil, contracts.NewProblem(http.StatusBadRequest, contracts.CodeMalformedJSON, "request body cannot be read: "+err.Error())
 	case !utf8.Valid(data):
-		return contracts.NewProblem(http.StatusBadRequest, contracts.CodeMalformedJSON,
+		return nil, contracts.NewProblem(http.StatusBadRequest, contracts.CodeMalformedJSON,
 			fmt.Sprintf("request body is not valid UTF-8 (at byte %d): JSON text must be UTF-8", invalidUTF8At(data)))
 	}
-	if req, ok := v.(*contracts.SubmitRequest); ok {
-		return decodeSubmission(data, req)
-	}
-	return decodeObject(data, v, "request body")
+	return data, nil
 }
 
 // decodeSubmission is decodeObject for the body of a single submission,

@@ -168,7 +168,11 @@ func (s *Submitter) handleSubmit(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var req contracts.SubmitRequest
-	if p := decodeJSON(w, r, limit, &req); p != nil {
+	data, p := readBody(w, r, limit)
+	if p == nil {
+		p = decodeSubmission(data, &req)
+	}
+	if p != nil {
 		writeProblem(w, p.Status, p.Code, p.Detail)
 		return
 	}
