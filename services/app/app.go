@@ -247,8 +247,10 @@ type deps struct {
 	clk  *clock.Redis
 	keys keys.Keys
 	// send is the process's one dispatch.Sender, for the dispatcher, the
-	// relay (tasks due the moment they became READY) and the timer (READY
-	// tasks that fall due): one routing table and one type cache.
+	// relay (tasks due the moment they became READY), the timer (READY
+	// tasks that fall due), the submitter (the tasks it creates due at
+	// once) and the executor (what its outcomes release): one routing
+	// table and one type cache.
 	send *dispatch.Sender
 	// ids names the tasks this process creates (submissions and schedule
 	// fires): one generator, so they never collide with each other.
@@ -506,6 +508,7 @@ func newExecutor(ctx context.Context, cfg Config, d *deps, srv *ops.Server, logg
 	if err != nil {
 		return nil, err
 	}
+	ex.DispatchWith(d.send, d.conn)
 	if err := ex.Register(ctx); err != nil {
 		return nil, err
 	}

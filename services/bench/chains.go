@@ -53,7 +53,8 @@ func (r *run) chains(ctx context.Context) ([]Metric, error) {
 	r.logger.Info("open loop done; waiting for the chains", "chains", len(ids)/2, "failed", failed)
 	werr := r.col.wait(ctx, ids, r.cfg.StallTimeout)
 	costs := r.meter.stop(len(ids))
-	var release, chain []float64
+	var release, commit, chain []float64
+	var childIDs []int64
 	var firstNs, lastNs int64
 	for _, s := range out {
 		if s.failed {
@@ -64,6 +65,10 @@ func (r *run) chains(ctx context.Context) ([]Metric, error) {
 			continue
 		}
 		release = append(release, ms(c.first.StartNs-p.success.EndNs))
+		childIDs = append(childIDs, children[s.id])
+		if c.first.CommittedNs > 0 {
+			commit = append(commit, ms(max(c.first.CommittedNs-p.success.EndNs, 0)))
+		}
 		chain = append(chain, ms(c.success.EndNs-s.startNs))
 		if firstNs == 0 || s.startNs < firstNs {
 			firstNs = s.startNs
@@ -71,11 +76,17 @@ func (r *run) chains(ctx context.Context) ([]Metric, error) {
 		lastNs = max(lastNs, c.success.EndNs)
 	}
 	figures := latencyMetrics(mRelease, release, 50, 99)
+	figures = append(figures, latencyMetrics(mReleaseCommit, commit, 50, 99)...)
 	figures = append(figures, latencyMetrics(mChain, chain, 50, 99)...)
 	figures = append(figures,
 		Metric{Name: mChainsPerS, Value: rate(len(chain), time.Duration(lastNs-firstNs))},
 		Metric{Name: mAchieved, Value: rate(len(ids)/2, elapsed)},
 		Metric{Name: mSubmitErrors, Value: float64(failed)})
+	hops, herr := r.hopMetrics(ctx, childIDs)
+	if herr != nil {
+		r.logger.Warn("per-hop latency of the children incomplete", "err", herr)
+	}
+	figures = append(figures, hops...)
 	lineage, lerr := r.lineageOf1000(ctx)
 	figures = append(figures, latencyMetrics(mLineage, lineage, 50)...)
 	t := r.col.tally(ids)

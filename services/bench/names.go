@@ -63,8 +63,11 @@ const (
 	mRanWhilePaused = "ran_while_paused"
 
 	// The chains workload.
-	mRelease    = "release" // release_p50_ms ...: parent's end to the child's start
-	mChain      = "chain"   // chain_p50_ms ...: submission to the child's end
-	mChainsPerS = "chains_per_s"
-	mLineage    = "lineage_1000" // lineage_1000_p50_ms ...: GET lineage of a 1,000-step workflow
+	mRelease = "release" // release_p50_ms ...: parent's end to the child's start
+	// release_commit_p50_ms ...: parent's end to the commit of the
+	// transaction that released the child (as its dispatch says)
+	mReleaseCommit = "release_commit"
+	mChain         = "chain" // chain_p50_ms ...: submission to the child's end
+	mChainsPerS    = "chains_per_s"
+	mLineage       = "lineage_1000" // lineage_1000_p50_ms ...: GET lineage of a 1,000-step workflow
 )

@@ -234,6 +234,8 @@ type Executor struct {
 	wg       sync.WaitGroup
 	// outcomes feeds the writers that record finished runs in batches.
 	outcomes chan outcome
+	// direct, when set, dispatches what the outcomes release (outcomes.go).
+	direct *direct
 	// ready opens once every type's consumers are declared and pulled.
 	ready *ready.Gate
 	// afterLease (Config.AfterLease, or set by tests) runs between a
@@ -339,8 +341,20 @@ func (e *Executor) Run(ctx context.Context) error {
 	for range e.cfg.OutcomeWriters {
 		writers.Go(func() { e.writeOutcomes(e.outcomes) })
 	}
-	// Runs end before the writers: drain waits for every one of them.
-	defer func() { close(e.outcomes); writers.Wait() }()
+	var sends sync.WaitGroup
+	if e.direct != nil {
+		sends.Go(e.direct.queue.Run)
+	}
+	// Runs end before the writers: drain waits for every one of them; the
+	// writers' last releases are sent before Run returns.
+	defer func() {
+		close(e.outcomes)
+		writers.Wait()
+		if e.direct != nil {
+			e.direct.queue.Close()
+			sends.Wait()
+		}
+	}()
 
 	unsubscribe, err := e.watchCancellations()
 	if err != nil {

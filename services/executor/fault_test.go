@@ -16,6 +16,7 @@ import (
 	"github.com/axsched/ax/events"
 	"github.com/axsched/ax/services/internal/bus"
 	"github.com/axsched/ax/services/internal/clock"
+	"github.com/axsched/ax/services/internal/dispatch"
 	"github.com/axsched/ax/services/internal/keys"
 	"github.com/axsched/ax/services/internal/store"
 	"github.com/axsched/ax/services/internal/testenv"
@@ -30,6 +31,12 @@ type faultRig struct {
 	keys  keys.Keys
 	typ   string
 	typTO time.Duration
+	// direct makes the executors dispatch what their outcomes release
+	// (DispatchWith), with a dispatch rule of their own.
+	direct bool
+	// dropReleases, with direct, drops the release dispatches it says so
+	// for (dispatch.Queue.DropWith).
+	dropReleases func([]dispatch.Task) bool
 	// window, when set, overrides the executors' fused-claim window past
 	// the bound Config takes (ClaimAfterMax), so a handler can be held
 	// inside it for as long as a test needs.
@@ -55,6 +62,14 @@ func (g *faultRig) executor(t *testing.T, node string, cfg Config, h Handler, ho
 		e.cfg.ClaimAfter = g.window
 	}
 	ctx, stop := context.WithCancel(context.Background())
+	if g.direct {
+		send := dispatch.New(dispatch.Config{Heartbeat: time.Second}, g.st, rdb, g.keys, clock.System{}, testenv.Logger(t))
+		go func() { _ = send.Run(ctx) }()
+		e.DispatchWith(send, conn)
+		if g.dropReleases != nil {
+			e.direct.queue.DropWith(g.dropReleases)
+		}
+	}
 	done := make(chan error, 1)
 	go func() { done <- e.Run(ctx) }()
 	select {

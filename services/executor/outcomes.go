@@ -6,6 +6,9 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/axsched/ax/events"
+	"github.com/axsched/ax/services/internal/bus"
+	"github.com/axsched/ax/services/internal/dispatch"
 	"github.com/axsched/ax/services/internal/lease"
 	"github.com/axsched/ax/services/internal/store"
 )
@@ -72,9 +75,12 @@ func (e *Executor) writeBatch(batch []outcome) {
 			runs = append(runs, o.r)
 		}
 	}
-	out, err := e.transferOutcomes(chains)
+	out, released, err := e.transferOutcomes(chains)
 	ctx, cancel := context.WithTimeout(context.Background(), outcomeTimeout)
 	defer cancel()
+	if len(released) > 0 {
+		e.dispatchReleased(ctx, released, time.Now())
+	}
 	if err != nil {
 		// One chain's extra write may have sunk the batch: record each on
 		// its own so the others are not held hostage.
@@ -98,14 +104,23 @@ func (e *Executor) writeBatch(batch []outcome) {
 // length runs no finished task a second time. It stops trying when a
 // shutdown's drain runs out of time (the runs' base context ends). A
 // statement MySQL refused is not tried again here.
-func (e *Executor) transferOutcomes(chains [][]store.TransferParams) ([]store.ChainResult, error) {
+func (e *Executor) transferOutcomes(chains [][]store.TransferParams) ([]store.ChainResult, []store.Released, error) {
 	wait := 100 * time.Millisecond
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), outcomeTimeout)
-		out, err := e.store.TransferBatch(ctx, chains)
+		var (
+			out      []store.ChainResult
+			released []store.Released
+			err      error
+		)
+		if e.direct != nil {
+			out, released, err = e.store.TransferBatchDispatching(ctx, chains)
+		} else {
+			out, err = e.store.TransferBatch(ctx, chains)
+		}
 		cancel()
 		if err == nil || !store.IsUnreachable(err) || e.runBase.Err() != nil {
-			return out, err
+			return out, released, err
 		}
 		e.logger.Warn("recording outcomes: MySQL does not answer; trying again", "outcomes", len(chains), "retry_in", wait, "err", err)
 		select {
@@ -133,4 +148,40 @@ func (e *Executor) releaseLocks(runs []*run) {
 	if err != nil && err != redis.Nil {
 		e.logger.Warn("release leases failed; they expire by themselves", "leases", len(runs), "err", err)
 	}
+}
+
+// direct dispatches what the executor's outcome transactions release: the
+// children a final transfer makes READY and due at once, the compensations
+// a failed step starts. Through the relay such a release waited for every
+// other open transaction with a lower history ID, up to the gap grace; the
+// executor knows its own commit (store.TransferBatchDispatching).
+type direct struct {
+	send  *dispatch.Sender
+	queue *dispatch.Queue
+}
+
+// DispatchWith makes the executor dispatch, right after their commit and
+// with send's rule on conn, the tasks its outcome transactions release.
+// Without it the relay dispatches them from their READY events. Call it
+// before Run.
+func (e *Executor) DispatchWith(send *dispatch.Sender, conn *bus.Conn) {
+	e.direct = &direct{send: send, queue: dispatch.NewQueue(send, conn, e.logger)}
+}
+
+// dispatchReleased queues the dispatches of released, committed at
+// committed.
+func (e *Executor) dispatchReleased(ctx context.Context, released []store.Released, committed time.Time) {
+	refs := make([]events.TaskRef, len(released))
+	traces := map[int64]string{}
+	for i, r := range released {
+		refs[i] = r.Ref
+		if r.TraceParent != "" {
+			traces[r.Ref.TaskID] = r.TraceParent
+		}
+	}
+	tasks := e.direct.send.Ready(ctx, refs) // leaves out the tasks of paused types
+	for i := range tasks {
+		tasks[i].TraceParent = traces[tasks[i].Dispatch.TaskID]
+	}
+	e.direct.queue.Add(tasks, committed.UnixNano(), "executor")
 }

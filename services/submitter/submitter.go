@@ -130,10 +130,10 @@ func (s *Submitter) Run(ctx context.Context) error {
 		sent := make(chan struct{})
 		go func() {
 			defer close(sent)
-			s.runDirect()
+			s.direct.queue.Run()
 		}()
 		// Sends what the last groups queued before returning.
-		defer func() { close(s.direct.queue); <-sent }()
+		defer func() { s.direct.queue.Close(); <-sent }()
 	}
 	s.coalesce(ctx)
 	return nil

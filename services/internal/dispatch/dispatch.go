@@ -14,10 +14,11 @@
 //     touched), so the timer's reconciler leaves it alone while it queues.
 //
 // The rule is the dispatcher's: the dispatcher service applies it to every
-// due command. Three other senders apply it directly, a shortcut called
+// due command. Four other senders apply it directly, a shortcut called
 // direct dispatch: the submitter, to the tasks due at once that single
 // submissions create, right after their commit (events.RouteDispatched);
-// the relay, to the other tasks due the moment they became READY
+// the executor, to the children and compensations its outcome
+// transactions release, right after their commit (the same); the relay, to the other tasks due the moment they became READY
 // (events.RouteDispatch), whose dispatches it sends in the same batch as
 // their READY events; and the timer, to the delayed tasks and ended
 // backoffs its pop finds due. Each already holds a task it knows to be due

@@ -264,15 +264,45 @@ func (s *Store) settleLocked(ctx context.Context, tx *sql.Tx, ids []int64, rows 
 	if err := nameCulprits(ctx, tx, chains, culprits); err != nil {
 		return err
 	}
-	fillDue(chains, rows, now)
+	if err := s.releaseLocked(ctx, tx, chains, rows, now); err != nil {
+		return fmt.Errorf("settle children: %w", err)
+	}
+	return nil
+}
+
+// releaseLocked applies chains, the settlement of SUSPEND tasks whose rows
+// the caller locked (lockRows), giving every release its due time
+// (fillDue). A release due at once goes out with route "dispatch", for the
+// relay to dispatch with its event, unless the transaction collects its
+// releases (TransferBatchDispatching): then it says "dispatched" and the
+// collector lists it for its writer to send. A chain that loses is an
+// error, since the caller checked the states under the locks.
+func (s *Store) releaseLocked(ctx context.Context, tx *sql.Tx, chains [][]TransferParams, rows map[int64]rowState, nowMs int64) error {
+	fillDue(chains, rows, nowMs)
+	rel := releasesOf(ctx)
+	var direct []int
+	if rel != nil {
+		for i, c := range chains {
+			if c[0].Route == events.RouteDispatch {
+				c[0].Route = events.RouteDispatched
+				direct = append(direct, i)
+			}
+		}
+	}
 	out := make([]ChainResult, len(chains))
 	if err := s.transferLockedTx(ctx, tx, chains, rows, out); err != nil {
 		return err
 	}
 	for _, r := range out {
 		if r.Err != nil {
-			return fmt.Errorf("settle children: %w", r.Err)
+			return r.Err
 		}
+	}
+	for _, i := range direct {
+		t := out[i].Results[0]
+		rel.tasks = append(rel.tasks, Released{TraceParent: t.TraceParent, Ref: events.TaskRef{TaskID: t.TaskID,
+			Type: t.Type, To: contracts.StatusReady, Attempt: t.Attempt, Priority: t.Priority,
+			NextRunTimeMs: t.NextRunTimeMs, Route: events.RouteDispatch}})
 	}
 	return nil
 }

@@ -139,6 +139,58 @@ type ChainResult struct {
 // as their shapes allow; history rows go in multi-row inserts.
 // The returned error means the transaction failed and nothing was written.
 func (s *Store) TransferBatch(ctx context.Context, chains [][]TransferParams) ([]ChainResult, error) {
+	return s.transferBatch(ctx, chains, nil)
+}
+
+// TransferBatchDispatching is TransferBatch for a writer that dispatches
+// itself, right after the commit, the tasks the transaction makes READY and
+// due at once as a consequence of its chains: children a final transfer
+// releases, compensations a failed step starts, in the same transaction.
+// Their READY rows say events.RouteDispatched, so the relay publishes
+// their events and leaves their dispatch to the caller; released lists
+// them (nothing when the transaction did not commit). Why: the relay
+// publishes rows in ID order, so a release waits for every other open
+// transaction that took a lower history ID (see Sender in package
+// dispatch for who else dispatches directly). A release the caller does
+// not send is re-driven by the reconciler.
+func (s *Store) TransferBatchDispatching(ctx context.Context, chains [][]TransferParams) (out []ChainResult, released []Released, err error) {
+	rel := &releases{}
+	out, err = s.transferBatch(ctx, chains, rel)
+	if err != nil {
+		return nil, nil, err
+	}
+	return out, rel.tasks, nil
+}
+
+// Released is a task a transaction made READY and due at once, to be
+// dispatched by its writer: its READY event as the relay would see it
+// (route "dispatch") and its trace context.
+type Released struct {
+	Ref         events.TaskRef
+	TraceParent string
+}
+
+// releases collects, for TransferBatchDispatching, the tasks its
+// transaction made READY and due at once beyond the chains themselves.
+// It rides on the transaction's context: the releases are decided deep in
+// the settlement of children and workflows, which every final transfer
+// runs, and only this one caller asks for them.
+type releases struct {
+	tasks []Released
+}
+
+type releasesKey struct{}
+
+// releasesOf returns the collector of ctx's transaction, or nil.
+func releasesOf(ctx context.Context) *releases {
+	r, _ := ctx.Value(releasesKey{}).(*releases)
+	return r
+}
+
+func (s *Store) transferBatch(ctx context.Context, chains [][]TransferParams, rel *releases) ([]ChainResult, error) {
+	if rel != nil {
+		ctx = context.WithValue(ctx, releasesKey{}, rel)
+	}
 	out := make([]ChainResult, len(chains))
 	ids := make([]int64, 0, len(chains))
 	for i, steps := range chains {
@@ -159,7 +211,12 @@ func (s *Store) TransferBatch(ctx context.Context, chains [][]TransferParams) ([
 	var err error
 	began := time.Now()
 	for try := 0; ; try++ {
-		err = s.inTx(ctx, func(tx *sql.Tx) error { return s.transferBatchTx(ctx, tx, chains, ids, out) })
+		err = s.inTx(ctx, func(tx *sql.Tx) error {
+			if rel != nil {
+				rel.tasks = rel.tasks[:0] // a deadlock's victim starts over
+			}
+			return s.transferBatchTx(ctx, tx, chains, ids, out)
+		})
 		// Batches that lock overlapping rows can still deadlock with other
 		// writers; the victim rolled back whole and simply goes again.
 		if err == nil || !IsDeadlock(err) || try == 2 || ctx.Err() != nil {
@@ -345,6 +402,7 @@ func (s *Store) transferLockedTx(ctx context.Context, tx *sql.Tx, chains [][]Tra
 	if err := updateRows(ctx, tx, inLayers(plan)); err != nil {
 		return err
 	}
+
 	recs := make([]transferRecord, len(plan))
 	for k, ps := range plan {
 		recs[k] = transferRecord{

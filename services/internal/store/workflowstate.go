@@ -284,8 +284,7 @@ func (s *Store) releaseNow(ctx context.Context, tx *sql.Tx, ids []int64, reason 
 	if err != nil {
 		return err
 	}
-	fillDue(chains, rows, now)
-	return s.mustTransferLocked(ctx, tx, chains, rows)
+	return s.releaseLocked(ctx, tx, chains, rows, now)
 }
 
 // cancelUnneeded cancels the compensations of workflows wfs still

@@ -1,0 +1,125 @@
+package executor
+
+import (
+	"context"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/axsched/ax/contracts"
+	"github.com/axsched/ax/events"
+	"github.com/axsched/ax/services/internal/dispatch"
+	"github.com/axsched/ax/services/internal/store"
+)
+
+// chainOf creates the chain ids[0] -> ids[1] -> ...: the first READY and
+// due, each next one SUSPEND until the one before it succeeds.
+func (g *faultRig) chainOf(t *testing.T, ids ...int64) {
+	t.Helper()
+	nts := make([]store.NewTask, len(ids))
+	for i, id := range ids {
+		nts[i] = store.NewTask{ID: id, Type: g.typ, Priority: contracts.PriorityNormal, Status: contracts.StatusSuspend,
+			NextRunTimeMs: time.Now().UnixMilli(), MaxRetries: 3, TimeoutMs: g.typTO.Milliseconds(), Reason: "test", DAG: true}
+		if i == 0 {
+			nts[i].Status, nts[i].Route = contracts.StatusReady, events.RouteDispatched
+		} else {
+			nts[i].Parents = []store.Dependency{{ParentID: ids[i-1], When: contracts.WhenSuccess}}
+		}
+	}
+	_, err := g.st.CreateTasks(context.Background(), nts)
+	require.NoError(t, err)
+}
+
+// releasedRoute reads the route of task id's READY history row.
+func (g *faultRig) releasedRoute(t *testing.T, id int64) int {
+	t.Helper()
+	var route int
+	require.NoError(t, g.st.DB().QueryRow(`SELECT route FROM task_history WHERE task_id = ? AND to_status = 'READY'`, id).Scan(&route))
+	return route
+}
+
+// The executor dispatches the children its outcomes release, right after
+// the commit: with no relay and no timer running here, nothing else could
+// get a released child to an executor. A chain of three runs to its end,
+// each child released once (SUSPEND, READY, RUNNING, SUCCESS), its READY
+// row saying "dispatched" (the relay leaves it alone) and the task marked
+// dispatched in Redis (the reconciler leaves it alone).
+func TestExecutorDispatchesTheChildrenItReleases(t *testing.T) {
+	rdb, k, g := windowRig(t, "test.release")
+	g.direct = true
+	ran := make(chan int64, 3)
+	g.executor(t, "releaser", Config{}, HandlerFunc(func(_ context.Context, task *Task) error {
+		ran <- task.ID
+		return nil
+	}), nil)
+	g.chainOf(t, 1, 2, 3)
+	g.send(t, 1, events.ExecSubject(g.typ, contracts.PriorityNormal, events.SharedToken))
+	for _, want := range []int64{1, 2, 3} {
+		select {
+		case id := <-ran:
+			require.Equal(t, want, id)
+		case <-time.After(20 * time.Second):
+			t.Fatalf("task %d did not run", want)
+		}
+	}
+	g.awaitStatus(t, 3, contracts.StatusSuccess)
+	for _, id := range []int64{2, 3} {
+		require.Equal(t, "SUSPEND>READY>RUNNING>SUCCESS", g.history(t, id))
+		require.Equal(t, 2, g.releasedRoute(t, id), "task %d: READY routed dispatched", id)
+		_, err := rdb.ZScore(context.Background(), k.Dispatched(), strconv.FormatInt(id, 10)).Result()
+		require.NoError(t, err, "task %d marked dispatched", id)
+	}
+	select {
+	case id := <-ran:
+		t.Fatalf("task %d ran twice", id)
+	case <-time.After(500 * time.Millisecond):
+	}
+}
+
+// A release whose dispatch is lost after the commit (the process killed
+// between the two, NATS refusing the send) leaves its child READY and
+// unmarked: exactly what the timer's reconciler looks for, so it is
+// re-driven from MySQL after the grace, as a lost dispatch of a
+// submission is.
+func TestALostReleaseIsLeftToTheReconciler(t *testing.T) {
+	_, _, g := windowRig(t, "test.releaselost")
+	g.direct = true
+	ran := make(chan int64, 2)
+	dropped := make(chan []int64, 1)
+	g.dropReleases = func(tasks []dispatch.Task) bool {
+		ids := make([]int64, len(tasks))
+		for i, task := range tasks {
+			ids[i] = task.Dispatch.TaskID
+		}
+		dropped <- ids
+		return true
+	}
+	g.executor(t, "dropper", Config{}, HandlerFunc(func(_ context.Context, task *Task) error {
+		ran <- task.ID
+		return nil
+	}), nil)
+	g.chainOf(t, 1, 2)
+	g.send(t, 1, events.ExecSubject(g.typ, contracts.PriorityNormal, events.SharedToken))
+	select {
+	case ids := <-dropped:
+		require.Equal(t, []int64{2}, ids)
+	case <-time.After(20 * time.Second):
+		t.Fatal("the release was not handed to the queue")
+	}
+	require.EqualValues(t, 1, <-ran)
+	g.awaitStatus(t, 2, contracts.StatusReady)
+	stale, err := g.st.StaleReady(context.Background(), time.Now().Add(time.Minute).UnixMilli(), 0, nil, 10)
+	require.NoError(t, err)
+	var found bool
+	for _, d := range stale {
+		found = found || d.ID == 2
+	}
+	require.True(t, found, "the reconciler's query finds the child: %+v", stale)
+	select {
+	case id := <-ran:
+		t.Fatalf("task %d ran without a dispatch", id)
+	case <-time.After(500 * time.Millisecond):
+	}
+}
