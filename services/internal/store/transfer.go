@@ -399,7 +399,7 @@ func (s *Store) transferLockedTx(ctx context.Context, tx *sql.Tx, chains [][]Tra
 	if len(plan) == 0 {
 		return nil
 	}
-	if err := updateRows(ctx, tx, inLayers(plan)); err != nil {
+	if err := updateRows(ctx, tx, plan); err != nil {
 		return err
 	}
 
@@ -518,115 +518,154 @@ func lockRows(ctx context.Context, tx *sql.Tx, ids []int64, withRun bool) (map[i
 	return rows, nil
 }
 
-// setClause is what a step changes on its row besides its status, as SQL
-// and arguments.
-func setClause(p TransferParams) (string, []any) {
-	set := []string{"updated_at = NOW(3)"}
-	var args []any
+// assign is one column a step sets besides its status: col = expr, with
+// expr's arguments.
+type assign struct {
+	col, expr string
+	args      []any
+}
+
+// assignsOf is what a step changes on its row besides its status.
+func assignsOf(p TransferParams) []assign {
+	var out []assign
 	if p.Claim {
 		// The reaper judges heartbeats and run times against the
 		// database's clock, so they are stamped with it too.
 		// Progress belongs to the attempt that reported it: a new attempt
 		// starts with none.
-		set = append(set, "attempt = attempt + 1", "executor_addr = ?", "last_heartbeat_time = NOW(3)", "started_at = NOW(3)",
-			"progress_pct = NULL", "progress_message = NULL", "progress_at = NULL")
-		args = append(args, p.Executor)
+		out = append(out, assign{"attempt", "attempt + 1", nil}, assign{"executor_addr", "?", []any{p.Executor}},
+			assign{"last_heartbeat_time", "NOW(3)", nil}, assign{"started_at", "NOW(3)", nil},
+			assign{"progress_pct", "NULL", nil}, assign{"progress_message", "NULL", nil}, assign{"progress_at", "NULL", nil})
 		if p.ExecVersion != "" {
-			set = append(set, "exec_version = ?")
-			args = append(args, p.ExecVersion)
+			out = append(out, assign{"exec_version", "?", []any{p.ExecVersion}})
 		}
 	}
 	if p.IncrementRetry {
-		set = append(set, "retry_count = retry_count + 1")
+		out = append(out, assign{"retry_count", "retry_count + 1", nil})
 	}
 	if p.ResetRetries {
-		set = append(set, "retry_count = 0")
+		out = append(out, assign{"retry_count", "0", nil})
 	}
 	if p.ClearExecutor {
-		set = append(set, "executor_addr = NULL", "last_heartbeat_time = NULL")
+		out = append(out, assign{"executor_addr", "NULL", nil}, assign{"last_heartbeat_time", "NULL", nil})
 	}
 	if p.LastError != nil {
-		set = append(set, "last_error = ?")
-		args = append(args, Truncate(*p.LastError, 4000))
+		out = append(out, assign{"last_error", "?", []any{Truncate(*p.LastError, 4000)}})
 	}
 	if p.NextRunTimeMs != nil {
-		set = append(set, "next_run_time = ?")
-		args = append(args, *p.NextRunTimeMs)
-	}
-	return strings.Join(set, ", "), args
-}
-
-// inLayers reorders plan for updateRows: each task's first step, then each
-// one's second, and so on, grouped within a layer by the change they
-// make. A row's own steps keep their order, and rows are independent of
-// one another, so the updates leave the same rows; but chains of several
-// steps (a fused claim and its outcome: READY->RUNNING, RUNNING->SUCCESS
-// for each task) no longer alternate shapes, and a batch of them costs one
-// UPDATE per shape instead of one per step. plan is left as it is (its
-// order is the history rows').
-func inLayers(plan []plannedStep) []plannedStep {
-	layer := make([]int, len(plan))
-	seen := make(map[int64]int, len(plan))
-	layered := false
-	for i, ps := range plan {
-		layer[i] = seen[ps.p.TaskID]
-		seen[ps.p.TaskID]++
-		layered = layered || layer[i] > 0
-	}
-	if !layered {
-		return plan
-	}
-	idx := make([]int, len(plan))
-	shape := make([]string, len(plan))
-	for i, ps := range plan {
-		idx[i] = i
-		set, _ := setClause(ps.p)
-		shape[i] = string(ps.p.From) + ">" + string(ps.p.To) + " " + set
-	}
-	slices.SortStableFunc(idx, func(a, b int) int {
-		if layer[a] != layer[b] {
-			return layer[a] - layer[b]
-		}
-		return strings.Compare(shape[a], shape[b])
-	})
-	out := make([]plannedStep, len(plan))
-	for k, i := range idx {
-		out[k] = plan[i]
+		out = append(out, assign{"next_run_time", "?", []any{*p.NextRunTimeMs}})
 	}
 	return out
 }
 
-// updateRows writes the planned steps in order, folding runs of steps that
-// change distinct rows in the same way into one UPDATE ... WHERE id IN. The
-// rows are locked and were checked, so each must be in the step's from
-// state; a row that is not (a bug) gets a NULL status, which strict mode
-// refuses, and the error rolls the batch back.
-func updateRows(ctx context.Context, tx *sql.Tx, plan []plannedStep) error {
-	for len(plan) > 0 {
-		set, args := setClause(plan[0].p)
-		from, to := plan[0].p.From, plan[0].p.To
-		n := 1
-		seen := map[int64]bool{plan[0].p.TaskID: true}
-		for n < len(plan) && n < batchChunkRows && !seen[plan[n].p.TaskID] && plan[n].p.From == from && plan[n].p.To == to {
-			s2, a2 := setClause(plan[n].p)
-			if s2 != set || !slices.Equal(a2, args) {
-				break
+// rowUpdate is what one UPDATE does to one row: from its state before
+// (checked) to its state after, with the other columns it sets.
+type rowUpdate struct {
+	id       int64
+	from, to contracts.Status
+	assigns  []assign
+	layer    int // the row's how-many-th update in the batch
+	set      string
+	args     []any
+}
+
+// rowUpdates turns the planned steps into one UPDATE per row: a row's
+// steps in a batch (a fused claim and its outcome: READY->RUNNING,
+// RUNNING->SUCCESS) take it from the first step's state to the last's,
+// each column set to what the last step that sets it says. A step that
+// sets a column from its own value (attempt + 1) after an earlier step
+// set it too starts a second update of the row, since one statement
+// would read the value from before both.
+func rowUpdates(plan []plannedStep) []rowUpdate {
+	var out []rowUpdate
+	last := make(map[int64]int, len(plan)) // row -> its open update in out
+	for _, ps := range plan {
+		i, open := last[ps.p.TaskID]
+		add := assignsOf(ps.p)
+		if open && !mergeable(out[i].assigns, add) {
+			open = false
+		}
+		if !open {
+			layer := 0
+			if j, seen := last[ps.p.TaskID]; seen {
+				layer = out[j].layer + 1
 			}
-			seen[plan[n].p.TaskID] = true
+			out = append(out, rowUpdate{id: ps.p.TaskID, from: ps.p.From, to: ps.p.To, layer: layer})
+			i = len(out) - 1
+			last[ps.p.TaskID] = i
+		}
+		u := &out[i]
+		u.to = ps.p.To
+		for _, a := range add {
+			if k := slices.IndexFunc(u.assigns, func(b assign) bool { return b.col == a.col }); k >= 0 {
+				u.assigns[k] = a
+			} else {
+				u.assigns = append(u.assigns, a)
+			}
+		}
+	}
+	for i := range out {
+		u := &out[i]
+		parts := make([]string, 0, len(u.assigns)+1)
+		parts = append(parts, "updated_at = NOW(3)")
+		for _, a := range u.assigns {
+			parts = append(parts, a.col+" = "+a.expr)
+			u.args = append(u.args, a.args...)
+		}
+		u.set = strings.Join(parts, ", ")
+	}
+	return out
+}
+
+// mergeable reports whether add can join an update that sets have: no
+// column of add reads a value that have already changed.
+func mergeable(have, add []assign) bool {
+	for _, a := range add {
+		if strings.Contains(a.expr, a.col) && slices.ContainsFunc(have, func(b assign) bool { return b.col == a.col }) {
+			return false
+		}
+	}
+	return true
+}
+
+// updateRows writes the planned steps, one UPDATE per row (rowUpdates),
+// folding rows changed in the same way into one UPDATE ... WHERE id IN: a
+// batch of fused claims and outcomes costs one statement per kind of
+// outcome. A row's updates keep their order (by layer); rows are
+// independent of one another. The rows are locked and were checked, so
+// each must be in the update's from state; a row that is not (a bug) gets
+// a NULL status, which strict mode refuses, and the error rolls the batch
+// back. plan is left as it is (its order is the history rows').
+func updateRows(ctx context.Context, tx *sql.Tx, plan []plannedStep) error {
+	ups := rowUpdates(plan)
+	slices.SortStableFunc(ups, func(a, b rowUpdate) int {
+		if a.layer != b.layer {
+			return a.layer - b.layer
+		}
+		if c := strings.Compare(string(a.from)+">"+string(a.to), string(b.from)+">"+string(b.to)); c != 0 {
+			return c
+		}
+		return strings.Compare(a.set, b.set)
+	})
+	for len(ups) > 0 {
+		u := ups[0]
+		n := 1
+		for n < len(ups) && n < batchChunkRows && ups[n].layer == u.layer && ups[n].from == u.from && ups[n].to == u.to &&
+			ups[n].set == u.set && slices.Equal(ups[n].args, u.args) {
 			n++
 		}
-		all := make([]any, 0, len(args)+n+2)
-		all = append(all, string(from), string(to))
-		all = append(all, args...)
-		for _, ps := range plan[:n] {
-			all = append(all, ps.p.TaskID)
+		all := make([]any, 0, len(u.args)+n+2)
+		all = append(all, string(u.from), string(u.to))
+		all = append(all, u.args...)
+		for _, v := range ups[:n] {
+			all = append(all, v.id)
 		}
-		_, err := tx.ExecContext(ctx, "UPDATE tasks FORCE INDEX (PRIMARY) SET status = IF(status = ?, ?, NULL), "+set+" WHERE id IN (?"+
+		_, err := tx.ExecContext(ctx, "UPDATE tasks FORCE INDEX (PRIMARY) SET status = IF(status = ?, ?, NULL), "+u.set+" WHERE id IN (?"+
 			strings.Repeat(", ?", n-1)+")", all...)
 		if err != nil {
-			return fmt.Errorf("transfer %d task(s) %s->%s: %w", n, from, to, err)
+			return fmt.Errorf("transfer %d task(s) %s->%s: %w", n, u.from, u.to, err)
 		}
-		plan = plan[n:]
+		ups = ups[n:]
 	}
 	return nil
 }
