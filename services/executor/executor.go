@@ -242,6 +242,9 @@ type Executor struct {
 	// claim's leases and its transfer: a fault injected there is a
 	// claimant killed in between.
 	afterLease func(ctx context.Context, taskIDs []int64) error
+	// beforeRecord, set only by tests, runs before each outcome
+	// transaction: a writer held up there is MySQL slow to answer.
+	beforeRecord func()
 }
 
 type pool struct {

@@ -34,6 +34,8 @@ type faultRig struct {
 	// direct makes the executors dispatch what their outcomes release
 	// (DispatchWith), with a dispatch rule of their own.
 	direct bool
+	// beforeRecord is the executors' beforeRecord hook.
+	beforeRecord func()
 	// dropReleases, with direct, drops the release dispatches it says so
 	// for (dispatch.Queue.DropWith).
 	dropReleases func([]dispatch.Task) bool
@@ -58,6 +60,7 @@ func (g *faultRig) executor(t *testing.T, node string, cfg Config, h Handler, ho
 		[]TypeSpec{{Name: g.typ, Handler: h, Concurrency: 4, Timeout: g.typTO}})
 	require.NoError(t, err)
 	e.afterLease = hook
+	e.beforeRecord = g.beforeRecord
 	if g.window != 0 {
 		e.cfg.ClaimAfter = g.window
 	}

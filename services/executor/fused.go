@@ -62,6 +62,30 @@ type fusedClaim struct {
 	// err (nil: committed).
 	done chan struct{}
 	err  error
+	// keptNs is when JetStream last heard of msg (its delivery, then each
+	// InProgress): see keepFusedAlive.
+	keptNs atomic.Int64
+}
+
+// keepFusedAlive tells JetStream that the dispatches of p's fused runs
+// still waiting for their verdict are being worked on: such a dispatch is
+// acknowledged only once its claim (alone, or with the outcome) commits,
+// and an outcome writer held up past the ack wait (bus.ExecAckWait: MySQL
+// slow, a deep backlog) would otherwise have it delivered again, to a
+// contest that hands it back. Called from the intake's tend loop, every
+// keepAliveAge/2; a message already acknowledged ignores it.
+func (e *Executor) keepFusedAlive(p *pool, now time.Time) {
+	running, settling := e.snapshot()
+	for _, r := range append(running, settling...) {
+		f := r.fused
+		if r.pool != p || f == nil || f.claimed.Load() {
+			continue
+		}
+		if now.UnixNano()-f.keptNs.Load() > keepAliveAge.Nanoseconds() {
+			_ = f.msg.InProgress()
+			f.keptNs.Store(now.UnixNano())
+		}
+	}
 }
 
 // unclaimed reports whether r's task is still READY for all MySQL knows:
@@ -98,6 +122,7 @@ func (e *Executor) readClaims(ctx context.Context, hs []*head, runs []*run, held
 		}
 		won[i] = true
 		r.fused = &fusedClaim{msg: hs[i].msg, dispatch: *d, done: make(chan struct{})}
+		r.fused.keptNs.Store(hs[i].fetchedAt.UnixNano())
 		r.task.Hops = hopsOf(hs[i], decided)
 		if e.claimed(r, &row.Run) {
 			resize = append(resize, r)

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -396,4 +397,46 @@ func (g *faultRig) publish(t *testing.T, id int64, subject string, data []byte) 
 	defer pub.Close()
 	require.NoError(t, bus.PublishBatch(ctx, pub.JS, []bus.Msg{{Subject: subject,
 		EventType: events.TypeTaskDispatched, CorrelationID: strconv.FormatInt(id, 10), Data: data}}))
+}
+
+// A fused run's dispatch is acknowledged only once its outcome commits.
+// An outcome writer held up past the ack wait (MySQL slow: 7 s here,
+// against bus.ExecAckWait's 5) must not have the dispatch delivered again:
+// the intake tells JetStream it is in progress, so no contest follows, no
+// claim is lost, and the task runs once.
+func TestFusedDispatchIsKeptAliveWhileItsOutcomeWaits(t *testing.T) {
+	_, _, g := windowRig(t, "test.fusedkeep")
+	ran := make(chan int64, 2)
+	held := make(chan struct{})
+	var once sync.Once
+	g.beforeRecord = func() {
+		once.Do(func() {
+			close(held)
+			time.Sleep(bus.ExecAckWait + 2*time.Second)
+		})
+	}
+	g.executor(t, "patient", Config{}, HandlerFunc(func(_ context.Context, task *Task) error {
+		ran <- task.ID
+		return nil
+	}), nil)
+	lost := testutil.ToFloat64(metrics.ExecutorClaimsLost.WithLabelValues(g.typ))
+	g.dispatch(t, 1)
+	require.EqualValues(t, 1, awaitStart(t, ran))
+	<-held
+	g.awaitStatus(t, 1, contracts.StatusSuccess)
+	require.Equal(t, "READY>RUNNING>SUCCESS", g.history(t, 1))
+	require.Equal(t, lost, testutil.ToFloat64(metrics.ExecutorClaimsLost.WithLabelValues(g.typ)), "no contest for the dispatch")
+	conn, err := bus.Connect(context.Background(), g.url, "test-inspector")
+	require.NoError(t, err)
+	defer conn.Close()
+	c, err := conn.JS.Consumer(context.Background(), events.StreamWork, events.ExecConsumer(g.typ, contracts.PriorityNormal, events.SharedToken))
+	require.NoError(t, err)
+	info, err := c.Info(context.Background())
+	require.NoError(t, err)
+	require.Zero(t, info.NumRedelivered, "the dispatch was not delivered again")
+	select {
+	case id := <-ran:
+		t.Fatalf("task %d ran again", id)
+	default:
+	}
 }

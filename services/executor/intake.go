@@ -152,6 +152,7 @@ func (in *intake) tend(ctx context.Context) error {
 					in.revive(ctx, src)
 				}
 			}
+			in.e.keepFusedAlive(in.p, now)
 		}
 	}
 }

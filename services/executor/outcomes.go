@@ -67,6 +67,9 @@ func (e *Executor) writeOutcomes(in <-chan outcome) {
 const outcomeTimeout = 10 * time.Second
 
 func (e *Executor) writeBatch(batch []outcome) {
+	if e.beforeRecord != nil {
+		e.beforeRecord()
+	}
 	chains := make([][]store.TransferParams, len(batch))
 	runs := make([]*run, 0, len(batch))
 	for i, o := range batch {
