@@ -77,11 +77,21 @@ func TaskEventSubject(to contracts.Status) string {
 // to ax.events.task.> for every transfer.
 const SubjectReadyNow = taskEventPrefix + "ready.now"
 
+// SubjectRetryingNow carries the RETRYING transfers whose backoff had
+// elapsed by their commit, so the same transaction moved the task on to
+// READY (Route other than RouteTimer): ax.events.task.retrying holds only
+// the backoffs the timer waits out. Subscribe to
+// ax.events.task.retrying.> for these.
+const SubjectRetryingNow = taskEventPrefix + "retrying.now"
+
 // TransferSubject is the subject of a TaskTransferred into state to taken
 // on by route.
 func TransferSubject(to contracts.Status, route Route) string {
-	if to == contracts.StatusReady && route != RouteTimer {
+	switch {
+	case to == contracts.StatusReady && route != RouteTimer:
 		return SubjectReadyNow
+	case to == contracts.StatusRetrying && route != RouteTimer:
+		return SubjectRetryingNow
 	}
 	return TaskEventSubject(to)
 }

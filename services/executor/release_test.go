@@ -2,6 +2,7 @@ package executor
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"testing"
 	"time"
@@ -122,4 +123,41 @@ func TestALostReleaseIsLeftToTheReconciler(t *testing.T) {
 		t.Fatalf("task %d ran without a dispatch", id)
 	case <-time.After(500 * time.Millisecond):
 	}
+}
+
+// A task failing once with a backoff shorter than the way to its outcome's
+// commit is retried without the timer: the outcome's transaction ends the
+// backoff (FAILED, RETRYING, READY in one commit) and the executor
+// dispatches the retry itself. No timer runs here, so nothing else could.
+func TestAnElapsedBackoffIsRetriedByTheExecutor(t *testing.T) {
+	_, _, g := windowRig(t, "test.retrynow")
+	g.direct = true
+	_, err := g.st.UpdateType(context.Background(), g.typ, "test", func(tt *store.TaskType) error {
+		tt.BackoffBaseMs, tt.BackoffCapMs = 1, 1
+		return nil
+	})
+	require.NoError(t, err)
+	attempts := make(chan int, 3)
+	g.executor(t, "retrier", Config{}, HandlerFunc(func(_ context.Context, task *Task) error {
+		attempts <- task.Attempt
+		if task.Attempt == 1 {
+			return errors.New("first attempt fails")
+		}
+		return nil
+	}), nil)
+	g.dispatch(t, 1)
+	for _, want := range []int{1, 2} {
+		select {
+		case got := <-attempts:
+			require.Equal(t, want, got)
+		case <-time.After(20 * time.Second):
+			t.Fatalf("attempt %d did not run", want)
+		}
+	}
+	g.awaitStatus(t, 1, contracts.StatusSuccess)
+	require.Equal(t, "READY>RUNNING>FAILED>RETRYING>READY>RUNNING>SUCCESS", g.history(t, 1))
+	h, err := g.st.History(context.Background(), 1)
+	require.NoError(t, err)
+	require.Equal(t, h[2].At, h[4].At, "failure and the end of its backoff in one transaction")
+	require.Equal(t, "backoff elapsed", h[4].Reason)
 }

@@ -88,7 +88,8 @@ type Failure struct {
 
 // Plan returns the transfers, to run in one transaction, that record f:
 // RUNNING -> FAILED/TIMEOUT, then -> RETRYING due after the backoff while
-// retries remain; otherwise the task stays FAILED/TIMEOUT for good with a
+// retries remain (and on to READY in the same transaction when the backoff
+// has passed by its commit: store.TransferParams.ReadyWhenDue); otherwise the task stays FAILED/TIMEOUT for good with a
 // dead letter (none for fail-silently types). Every step is fenced by the
 // attempt.
 func Plan(f Failure, p Policy, nowMs int64, jitter func() float64) []store.TransferParams {
@@ -103,7 +104,7 @@ func Plan(f Failure, p Policy, nowMs int64, jitter func() float64) []store.Trans
 		due := nowMs + delay.Milliseconds()
 		return []store.TransferParams{fail, {
 			TaskID: f.TaskID, From: f.Status, To: contracts.StatusRetrying, Attempt: &attempt,
-			IncrementRetry: true, NextRunTimeMs: &due, Actor: f.Actor, ClearExecutor: true,
+			IncrementRetry: true, NextRunTimeMs: &due, Actor: f.Actor, ClearExecutor: true, ReadyWhenDue: true,
 			Reason: fmt.Sprintf("retry %d of %d in %s", f.RetryCount+1, f.MaxRetries, delay.Round(time.Millisecond)),
 		}}
 	}

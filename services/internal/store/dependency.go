@@ -300,9 +300,8 @@ func (s *Store) releaseLocked(ctx context.Context, tx *sql.Tx, chains [][]Transf
 	}
 	for _, i := range direct {
 		t := out[i].Results[0]
-		rel.tasks = append(rel.tasks, Released{TraceParent: t.TraceParent, Ref: events.TaskRef{TaskID: t.TaskID,
-			Type: t.Type, To: contracts.StatusReady, Attempt: t.Attempt, Priority: t.Priority,
-			NextRunTimeMs: t.NextRunTimeMs, Route: events.RouteDispatch}})
+		rel.add(t.TaskID, rowState{traceParent: t.TraceParent, taskType: t.Type, attempt: t.Attempt,
+			priority: t.Priority, next: t.NextRunTimeMs})
 	}
 	return nil
 }

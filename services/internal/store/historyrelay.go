@@ -513,10 +513,11 @@ func CountUnpublished(ctx context.Context, db *sql.DB) (int64, error) {
 	return n, nil
 }
 
-// readyRoute keeps a route only on READY events; every other state is the
-// timer's (RETRYING) or nobody's.
+// readyRoute keeps a route only on READY events and on RETRYING ones
+// whose backoff had elapsed by their commit (ReadyWhenDue: not the
+// timer's); every other state is the timer's (RETRYING) or nobody's.
 func readyRoute(to contracts.Status, r events.Route) events.Route {
-	if to != contracts.StatusReady {
+	if to != contracts.StatusReady && to != contracts.StatusRetrying {
 		return events.RouteTimer
 	}
 	return r

@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -110,4 +111,87 @@ func status(t *testing.T, st *store.Store, id int64) contracts.Status {
 	task, err := st.GetTask(context.Background(), id)
 	require.NoError(t, err)
 	return task.Status
+}
+
+// A retry whose backoff has passed by the time its transaction writes
+// (ReadyWhenDue) goes on to READY in that transaction, due at once: the
+// writer that collects releases is told of it and its rows say
+// "dispatched", else the relay dispatches it ("dispatch"); its RETRYING
+// row is not the timer's either way. A backoff still running leaves the
+// task RETRYING for the timer, as before.
+func TestElapsedBackoffEndsInTheSameTransaction(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		dispatching bool
+		backoff     time.Duration
+		want        contracts.Status
+		history     string
+		routes      []int // of the RETRYING row, then the READY row
+	}{
+		{"elapsed, the writer dispatches", true, -time.Millisecond, contracts.StatusReady, "READY>RUNNING>FAILED>RETRYING>READY", []int{2, 2}},
+		{"elapsed, the relay dispatches", false, -time.Millisecond, contracts.StatusReady, "READY>RUNNING>FAILED>RETRYING>READY", []int{2, 1}},
+		{"still running, the timer's", true, time.Hour, contracts.StatusRetrying, "READY>RUNNING>FAILED>RETRYING", []int{0}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st, _ := testenv.Store(t)
+			ctx := context.Background()
+			nt := dagTask(1, contracts.StatusReady)
+			nt.DAG, nt.MaxRetries = false, 3
+			_, err := st.CreateTasks(ctx, []store.NewTask{nt})
+			require.NoError(t, err)
+			one, msg := 1, "boom"
+			due := time.Now().Add(tc.backoff).UnixMilli()
+			chain := [][]store.TransferParams{{
+				{TaskID: 1, From: contracts.StatusReady, To: contracts.StatusRunning, Claim: true, Executor: "n"},
+				{TaskID: 1, From: contracts.StatusRunning, To: contracts.StatusFailed, Attempt: &one, LastError: &msg},
+				{TaskID: 1, From: contracts.StatusFailed, To: contracts.StatusRetrying, Attempt: &one, IncrementRetry: true,
+					NextRunTimeMs: &due, ClearExecutor: true, ReadyWhenDue: true},
+			}}
+			var (
+				res      []store.ChainResult
+				released []store.Released
+			)
+			if tc.dispatching {
+				res, released, err = st.TransferBatchDispatching(ctx, chain)
+			} else {
+				res, err = st.TransferBatch(ctx, chain)
+			}
+			require.NoError(t, err)
+			require.NoError(t, res[0].Err)
+			require.Len(t, res[0].Results, 3, "one result per step asked for")
+			task, err := st.GetTask(ctx, 1)
+			require.NoError(t, err)
+			require.Equal(t, tc.want, task.Status)
+			require.Equal(t, 1, task.Attempt)
+			require.Equal(t, 1, task.RetryCount)
+			require.Empty(t, task.ExecutorAddr)
+			require.Equal(t, "boom", task.LastError)
+			h, err := st.History(ctx, 1)
+			require.NoError(t, err)
+			var seq []string
+			for _, r := range h {
+				seq = append(seq, string(r.To))
+			}
+			require.Equal(t, tc.history, strings.Join(seq, ">"))
+			var routes []int
+			rows, err := st.DB().Query(`SELECT route FROM task_history WHERE task_id = 1 AND to_status IN ('RETRYING', 'READY') ORDER BY id`)
+			require.NoError(t, err)
+			for rows.Next() {
+				var r int
+				require.NoError(t, rows.Scan(&r))
+				routes = append(routes, r)
+			}
+			require.NoError(t, rows.Close())
+			require.Equal(t, tc.routes, routes[1:], "routes after the submission's READY row")
+			if tc.dispatching && tc.want == contracts.StatusReady {
+				require.Len(t, released, 1)
+				require.EqualValues(t, 1, released[0].Ref.TaskID)
+				require.Equal(t, 1, released[0].Ref.Attempt)
+				require.Equal(t, due, released[0].Ref.NextRunTimeMs)
+				require.Equal(t, "backoff elapsed", h[len(h)-1].Reason)
+			} else {
+				require.Empty(t, released)
+			}
+		})
+	}
 }

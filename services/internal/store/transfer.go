@@ -61,6 +61,14 @@ type TransferParams struct {
 	// history row (from = to = the current state) and a task.rejected event
 	// say who tried what, and why it was refused.
 	RecordRejection bool
+	// ReadyWhenDue, on a transfer to RETRYING, moves the task on to READY
+	// in the same transaction when its new due time has passed by the time
+	// the transaction writes (a backoff shorter than the way to the
+	// commit): due at once, it is dispatched by the writer when it
+	// collects releases (TransferBatchDispatching), else by the relay with
+	// its event, and the timer never indexes it (its RETRYING event goes
+	// on events.SubjectRetryingNow).
+	ReadyWhenDue bool
 	// DueByMs, when set, makes the transfer apply only while the task's
 	// next_run_time is at most this: a dispatch or due command built from
 	// what the task looked like when it was indexed (no read of the row)
@@ -177,6 +185,13 @@ type Released struct {
 // runs, and only this one caller asks for them.
 type releases struct {
 	tasks []Released
+}
+
+// add lists task id, left READY as after says, for its writer to send.
+func (r *releases) add(id int64, after rowState) {
+	r.tasks = append(r.tasks, Released{TraceParent: after.traceParent, Ref: events.TaskRef{TaskID: id,
+		Type: after.taskType, To: contracts.StatusReady, Attempt: after.attempt, Priority: after.priority,
+		NextRunTimeMs: after.next, Route: events.RouteDispatch}})
 }
 
 type releasesKey struct{}
@@ -320,6 +335,9 @@ type rowState struct {
 type plannedStep struct {
 	p     TransferParams
 	after rowState
+	// added marks a step the batch added after its chain's step (a
+	// backoff that had elapsed: backoffElapsed), which has no result.
+	added bool
 }
 
 func (s *Store) transferBatchTx(ctx context.Context, tx *sql.Tx, chains [][]TransferParams, ids []int64, out []ChainResult) error {
@@ -385,8 +403,14 @@ func (s *Store) transferLockedTx(ctx context.Context, tx *sql.Tx, chains [][]Tra
 			if p.NextRunTimeMs != nil {
 				st.next = *p.NextRunTimeMs
 			}
+			ps := plannedStep{p: p, after: st}
+			if retrying, ready, ok := backoffElapsed(ps, at.UnixMilli(), releasesOf(ctx) != nil); ok {
+				mine = append(mine, retrying, ready)
+				st = ready.after
+			} else {
+				mine = append(mine, ps)
+			}
 			scratch[p.TaskID] = st
-			mine = append(mine, plannedStep{p: p, after: st})
 		}
 		if out[i].Err != nil {
 			continue
@@ -416,6 +440,17 @@ func (s *Store) transferLockedTx(ctx context.Context, tx *sql.Tx, chains [][]Tra
 	if err != nil {
 		return err
 	}
+	if err := chainResults(ctx, tx, chains, plan, eventIDs, out); err != nil {
+		return err
+	}
+	return s.settleDAG(ctx, tx, plan, rows)
+}
+
+// chainResults fills each winning chain's results from its planned steps,
+// runs their Also writes, and hands the steps the batch added (a backoff
+// that had elapsed) to the transaction's collector of releases.
+func chainResults(ctx context.Context, tx *sql.Tx, chains [][]TransferParams, plan []plannedStep, eventIDs []string, out []ChainResult) error {
+	rel := releasesOf(ctx)
 	k := 0
 	for i, steps := range chains {
 		if out[i].Err != nil {
@@ -436,9 +471,35 @@ func (s *Store) transferLockedTx(ctx context.Context, tx *sql.Tx, chains [][]Tra
 				}
 			}
 			k++
+			for ; k < len(plan) && plan[k].added; k++ {
+				if rel != nil {
+					rel.add(plan[k].p.TaskID, plan[k].after)
+				}
+			}
 		}
 	}
-	return s.settleDAG(ctx, tx, plan, rows)
+	return nil
+}
+
+// backoffElapsed returns, for a transfer to RETRYING that asks for it
+// (ReadyWhenDue) and whose due time has passed at atMs, the RETRYING step
+// marked as taken on at once (its event is not the timer's) and the step
+// the batch adds: RETRYING -> READY, due at once, with route "dispatched"
+// when the writer collects its releases, else "dispatch" (the relay's).
+func backoffElapsed(ps plannedStep, atMs int64, collecting bool) (retrying, ready plannedStep, ok bool) {
+	if !ps.p.ReadyWhenDue || ps.p.To != contracts.StatusRetrying || ps.after.next > atMs {
+		return ps, ps, false
+	}
+	route := events.RouteDispatch
+	if collecting {
+		route = events.RouteDispatched
+	}
+	retrying = ps
+	retrying.p.Route = events.RouteDispatched
+	ready = plannedStep{added: true, after: ps.after, p: TransferParams{TaskID: ps.p.TaskID,
+		From: contracts.StatusRetrying, To: contracts.StatusReady, Reason: "backoff elapsed", Actor: ps.p.Actor, Route: route}}
+	ready.after.status = contracts.StatusReady
+	return retrying, ready, true
 }
 
 // settleDAG hands the dag tasks the batch left final to afterFinal, in the
