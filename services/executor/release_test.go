@@ -57,14 +57,7 @@ func TestExecutorDispatchesTheChildrenItReleases(t *testing.T) {
 	}), nil)
 	g.chainOf(t, 1, 2, 3)
 	g.send(t, 1, events.ExecSubject(g.typ, contracts.PriorityNormal, events.SharedToken))
-	for _, want := range []int64{1, 2, 3} {
-		select {
-		case id := <-ran:
-			require.Equal(t, want, id)
-		case <-time.After(20 * time.Second):
-			t.Fatalf("task %d did not run", want)
-		}
-	}
+	awaitInOrder(t, ran, 1, 2, 3)
 	g.awaitStatus(t, 3, contracts.StatusSuccess)
 	for _, id := range []int64{2, 3} {
 		require.Equal(t, "SUSPEND>READY>RUNNING>SUCCESS", g.history(t, id))
@@ -146,18 +139,24 @@ func TestAnElapsedBackoffIsRetriedByTheExecutor(t *testing.T) {
 		return nil
 	}), nil)
 	g.dispatch(t, 1)
-	for _, want := range []int{1, 2} {
-		select {
-		case got := <-attempts:
-			require.Equal(t, want, got)
-		case <-time.After(20 * time.Second):
-			t.Fatalf("attempt %d did not run", want)
-		}
-	}
+	awaitInOrder(t, attempts, 1, 2)
 	g.awaitStatus(t, 1, contracts.StatusSuccess)
 	require.Equal(t, "READY>RUNNING>FAILED>RETRYING>READY>RUNNING>SUCCESS", g.history(t, 1))
 	h, err := g.st.History(context.Background(), 1)
 	require.NoError(t, err)
 	require.Equal(t, h[2].At, h[4].At, "failure and the end of its backoff in one transaction")
 	require.Equal(t, "backoff elapsed", h[4].Reason)
+}
+
+// awaitInOrder waits for each of want to come out of got, in order.
+func awaitInOrder[T comparable](t *testing.T, got <-chan T, want ...T) {
+	t.Helper()
+	for _, w := range want {
+		select {
+		case g := <-got:
+			require.Equal(t, w, g)
+		case <-time.After(20 * time.Second):
+			t.Fatalf("%v did not come", w)
+		}
+	}
 }
