@@ -71,6 +71,7 @@ import (
 	"github.com/axsched/ax/contracts"
 	"github.com/axsched/ax/services/internal/bus"
 	"github.com/axsched/ax/services/internal/clock"
+	"github.com/axsched/ax/services/internal/dispatch"
 	"github.com/axsched/ax/services/internal/keys"
 	"github.com/axsched/ax/services/internal/membership"
 	"github.com/axsched/ax/services/internal/metrics"
@@ -234,8 +235,8 @@ type Executor struct {
 	wg       sync.WaitGroup
 	// outcomes feeds the writers that record finished runs in batches.
 	outcomes chan outcome
-	// direct, when set, dispatches what the outcomes release (outcomes.go).
-	direct *direct
+	// direct, when set, dispatches what the outcomes release (DispatchWith).
+	direct *dispatch.Queue
 	// ready opens once every type's consumers are declared and pulled.
 	ready *ready.Gate
 	// afterLease (Config.AfterLease, or set by tests) runs between a
@@ -346,7 +347,7 @@ func (e *Executor) Run(ctx context.Context) error {
 	}
 	var sends sync.WaitGroup
 	if e.direct != nil {
-		sends.Go(e.direct.queue.Run)
+		sends.Go(e.direct.Run)
 	}
 	// Runs end before the writers: drain waits for every one of them; the
 	// writers' last releases are sent before Run returns.
@@ -354,7 +355,7 @@ func (e *Executor) Run(ctx context.Context) error {
 		close(e.outcomes)
 		writers.Wait()
 		if e.direct != nil {
-			e.direct.queue.Close()
+			e.direct.Close()
 			sends.Wait()
 		}
 	}()

@@ -70,7 +70,7 @@ func (g *faultRig) executor(t *testing.T, node string, cfg Config, h Handler, ho
 		go func() { _ = send.Run(ctx) }()
 		e.DispatchWith(send, conn)
 		if g.dropReleases != nil {
-			e.direct.queue.DropWith(g.dropReleases)
+			e.direct.DropWith(g.dropReleases)
 		}
 	}
 	done := make(chan error, 1)

@@ -6,7 +6,6 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/axsched/ax/events"
 	"github.com/axsched/ax/services/internal/bus"
 	"github.com/axsched/ax/services/internal/dispatch"
 	"github.com/axsched/ax/services/internal/lease"
@@ -81,8 +80,8 @@ func (e *Executor) writeBatch(batch []outcome) {
 	out, released, err := e.transferOutcomes(chains)
 	ctx, cancel := context.WithTimeout(context.Background(), outcomeTimeout)
 	defer cancel()
-	if len(released) > 0 {
-		e.dispatchReleased(ctx, released, time.Now())
+	if e.direct != nil {
+		e.direct.AddReleased(ctx, released, time.Now().UnixNano(), "executor")
 	}
 	if err != nil {
 		// One chain's extra write may have sunk the batch: record each on
@@ -153,38 +152,15 @@ func (e *Executor) releaseLocks(runs []*run) {
 	}
 }
 
-// direct dispatches what the executor's outcome transactions release: the
-// children a final transfer makes READY and due at once, the compensations
-// a failed step starts. Through the relay such a release waited for every
-// other open transaction with a lower history ID, up to the gap grace; the
-// executor knows its own commit (store.TransferBatchDispatching).
-type direct struct {
-	send  *dispatch.Sender
-	queue *dispatch.Queue
-}
-
 // DispatchWith makes the executor dispatch, right after their commit and
-// with send's rule on conn, the tasks its outcome transactions release.
-// Without it the relay dispatches them from their READY events. Call it
-// before Run.
+// with send's rule on conn, the tasks its outcome transactions release:
+// the children a final transfer makes READY and due at once, the
+// compensations a failed step starts, the retries whose backoff was over
+// by the commit. Through the relay such a release waited for every other
+// open transaction with a lower history ID, up to the gap grace; the
+// executor knows its own commit (store.TransferBatchDispatching). Without
+// it the relay dispatches them from their READY events. Call it before
+// Run.
 func (e *Executor) DispatchWith(send *dispatch.Sender, conn *bus.Conn) {
-	e.direct = &direct{send: send, queue: dispatch.NewQueue(send, conn, e.logger)}
-}
-
-// dispatchReleased queues the dispatches of released, committed at
-// committed.
-func (e *Executor) dispatchReleased(ctx context.Context, released []store.Released, committed time.Time) {
-	refs := make([]events.TaskRef, len(released))
-	traces := map[int64]string{}
-	for i, r := range released {
-		refs[i] = r.Ref
-		if r.TraceParent != "" {
-			traces[r.Ref.TaskID] = r.TraceParent
-		}
-	}
-	tasks := e.direct.send.Ready(ctx, refs) // leaves out the tasks of paused types
-	for i := range tasks {
-		tasks[i].TraceParent = traces[tasks[i].Dispatch.TaskID]
-	}
-	e.direct.queue.Add(tasks, committed.UnixNano(), "executor")
+	e.direct = dispatch.NewQueue(send, conn, e.logger)
 }

@@ -51,10 +51,7 @@ func TestExecutorDispatchesTheChildrenItReleases(t *testing.T) {
 	rdb, k, g := windowRig(t, "test.release")
 	g.direct = true
 	ran := make(chan int64, 3)
-	g.executor(t, "releaser", Config{}, HandlerFunc(func(_ context.Context, task *Task) error {
-		ran <- task.ID
-		return nil
-	}), nil)
+	g.executor(t, "releaser", Config{}, reporting(ran), nil)
 	g.chainOf(t, 1, 2, 3)
 	g.send(t, 1, events.ExecSubject(g.typ, contracts.PriorityNormal, events.SharedToken))
 	awaitInOrder(t, ran, 1, 2, 3)
@@ -65,11 +62,7 @@ func TestExecutorDispatchesTheChildrenItReleases(t *testing.T) {
 		_, err := rdb.ZScore(context.Background(), k.Dispatched(), strconv.FormatInt(id, 10)).Result()
 		require.NoError(t, err, "task %d marked dispatched", id)
 	}
-	select {
-	case id := <-ran:
-		t.Fatalf("task %d ran twice", id)
-	case <-time.After(500 * time.Millisecond):
-	}
+	requireQuiet(t, ran, "ran twice")
 }
 
 // A release whose dispatch is lost after the commit (the process killed
@@ -90,10 +83,7 @@ func TestALostReleaseIsLeftToTheReconciler(t *testing.T) {
 		dropped <- ids
 		return true
 	}
-	g.executor(t, "dropper", Config{}, HandlerFunc(func(_ context.Context, task *Task) error {
-		ran <- task.ID
-		return nil
-	}), nil)
+	g.executor(t, "dropper", Config{}, reporting(ran), nil)
 	g.chainOf(t, 1, 2)
 	g.send(t, 1, events.ExecSubject(g.typ, contracts.PriorityNormal, events.SharedToken))
 	select {
@@ -111,11 +101,7 @@ func TestALostReleaseIsLeftToTheReconciler(t *testing.T) {
 		found = found || d.ID == 2
 	}
 	require.True(t, found, "the reconciler's query finds the child: %+v", stale)
-	select {
-	case id := <-ran:
-		t.Fatalf("task %d ran without a dispatch", id)
-	case <-time.After(500 * time.Millisecond):
-	}
+	requireQuiet(t, ran, "ran without a dispatch")
 }
 
 // A task failing once with a backoff shorter than the way to its outcome's
@@ -158,5 +144,23 @@ func awaitInOrder[T comparable](t *testing.T, got <-chan T, want ...T) {
 		case <-time.After(20 * time.Second):
 			t.Fatalf("%v did not come", w)
 		}
+	}
+}
+
+// reporting is a handler that succeeds, reporting each task it runs.
+func reporting(ran chan<- int64) Handler {
+	return HandlerFunc(func(_ context.Context, task *Task) error {
+		ran <- task.ID
+		return nil
+	})
+}
+
+// requireQuiet fails when a task comes out of ran within half a second.
+func requireQuiet(t *testing.T, ran <-chan int64, what string) {
+	t.Helper()
+	select {
+	case id := <-ran:
+		t.Fatalf("task %d %s", id, what)
+	case <-time.After(500 * time.Millisecond):
 	}
 }

@@ -11,9 +11,11 @@ import (
 	"github.com/axsched/ax/services/internal/store"
 )
 
-// direct sends, right after their group commit, the dispatches of the
-// tasks due at once that single submissions created (direct dispatch, as
-// the relay and the timer do, under the same rule: package dispatch).
+// DispatchWith makes the submitter dispatch the tasks due at once that
+// its single submissions create, with send's rule, on conn, right after
+// their commit (direct dispatch, as the relay and the timer do, under the
+// same rule: package dispatch). Without it (or before Run and after it),
+// the relay dispatches them from their READY events. Call it before Run.
 //
 // Why not leave them to the relay: the relay publishes history rows in ID
 // order, so a task's dispatch waits for every transaction that took a
@@ -23,17 +25,8 @@ import (
 // "dispatched": the relay publishes their events and leaves them alone, so
 // each is dispatched once; what the queue does not send, the reconciler
 // re-drives (dispatch.Queue).
-type direct struct {
-	send  *dispatch.Sender
-	queue *dispatch.Queue
-}
-
-// DispatchWith makes the submitter dispatch the tasks due at once that
-// its single submissions create, with send's rule, on conn, right after
-// their commit. Without it (or before Run and after it), the relay
-// dispatches them from their READY events. Call it before Run.
 func (s *Submitter) DispatchWith(send *dispatch.Sender, conn *bus.Conn) {
-	s.direct = &direct{send: send, queue: dispatch.NewQueue(send, conn, s.logger)}
+	s.direct = dispatch.NewQueue(send, conn, s.logger)
 }
 
 // routeDirect marks the tasks due at once of a group as dispatched by the
@@ -55,30 +48,15 @@ func (s *Submitter) routeDirect(nts []store.NewTask) []bool {
 // that routeDirect marked and that were created (not deduplicated against
 // an existing task, which was dispatched when it was created).
 func (s *Submitter) dispatchCommitted(ctx context.Context, mine []bool, res []store.BatchResult, committed time.Time) {
-	var (
-		refs   []events.TaskRef
-		traces map[int64]string
-	)
+	var released []store.Released
 	for i, r := range res {
 		if mine == nil || !mine[i] || r.Deduplicated || r.Task == nil {
 			continue
 		}
 		t := r.Task
-		refs = append(refs, events.TaskRef{TaskID: t.ID, Type: t.Type, To: contracts.StatusReady, Attempt: t.Attempt,
-			Priority: t.Priority, NextRunTimeMs: t.NextRunTimeMs, Route: events.RouteDispatch})
-		if t.TraceParent != "" {
-			if traces == nil {
-				traces = map[int64]string{}
-			}
-			traces[t.ID] = t.TraceParent
-		}
+		released = append(released, store.Released{TraceParent: t.TraceParent, Ref: events.TaskRef{TaskID: t.ID,
+			Type: t.Type, To: contracts.StatusReady, Attempt: t.Attempt, Priority: t.Priority,
+			NextRunTimeMs: t.NextRunTimeMs, Route: events.RouteDispatch}})
 	}
-	if len(refs) == 0 {
-		return
-	}
-	tasks := s.direct.send.Ready(ctx, refs) // leaves out the tasks of paused types
-	for i := range tasks {
-		tasks[i].TraceParent = traces[tasks[i].Dispatch.TaskID]
-	}
-	s.direct.queue.Add(tasks, committed.UnixNano(), "submitter")
+	s.direct.AddReleased(ctx, released, committed.UnixNano(), "submitter")
 }

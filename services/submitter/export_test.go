@@ -16,7 +16,7 @@ func (s *Submitter) Coalescing() bool { return s.coalescing.Load() }
 // for which drop says so, instead of sending it: the window of a process
 // killed between a commit and its dispatch. Call it after DispatchWith.
 func (s *Submitter) DropDirect(drop func(taskIDs []int64) bool) {
-	s.direct.queue.DropWith(func(tasks []dispatch.Task) bool {
+	s.direct.DropWith(func(tasks []dispatch.Task) bool {
 		ids := make([]int64, len(tasks))
 		for i, t := range tasks {
 			ids[i] = t.Dispatch.TaskID

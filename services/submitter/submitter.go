@@ -24,6 +24,7 @@ import (
 	"github.com/axsched/ax/events"
 	"github.com/axsched/ax/services/internal/auth"
 	"github.com/axsched/ax/services/internal/clock"
+	"github.com/axsched/ax/services/internal/dispatch"
 	"github.com/axsched/ax/services/internal/idgen"
 	"github.com/axsched/ax/services/internal/metrics"
 	"github.com/axsched/ax/services/internal/store"
@@ -75,8 +76,8 @@ type Submitter struct {
 	stopped    chan struct{}
 	coalescing atomic.Bool
 	// direct, when set, dispatches what the coalesced submissions create
-	// (direct.go).
-	direct *direct
+	// (DispatchWith).
+	direct *dispatch.Queue
 
 	statsCache statsCache
 }
@@ -130,10 +131,10 @@ func (s *Submitter) Run(ctx context.Context) error {
 		sent := make(chan struct{})
 		go func() {
 			defer close(sent)
-			s.direct.queue.Run()
+			s.direct.Run()
 		}()
 		// Sends what the last groups queued before returning.
-		defer func() { s.direct.queue.Close(); <-sent }()
+		defer func() { s.direct.Close(); <-sent }()
 	}
 	s.coalesce(ctx)
 	return nil

@@ -5,7 +5,9 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/axsched/ax/events"
 	"github.com/axsched/ax/services/internal/bus"
+	"github.com/axsched/ax/services/internal/store"
 )
 
 // queueGroups bounds the groups of dispatches waiting to be sent. A group
@@ -62,6 +64,28 @@ func (q *Queue) Add(tasks []Task, committedNs int64, by string) {
 	default:
 		q.logger.Warn("direct dispatch queue full; the reconciler re-drives these tasks", "tasks", len(tasks))
 	}
+}
+
+// AddReleased queues, under the dispatch rule (Sender.Ready: not the
+// tasks of a paused type), the dispatches of tasks a writer made READY and
+// due at once, committed at committedNs, each in its own trace.
+func (q *Queue) AddReleased(ctx context.Context, released []store.Released, committedNs int64, by string) {
+	if len(released) == 0 {
+		return
+	}
+	refs := make([]events.TaskRef, len(released))
+	traces := make(map[int64]string, len(released))
+	for i, r := range released {
+		refs[i] = r.Ref
+		if r.TraceParent != "" {
+			traces[r.Ref.TaskID] = r.TraceParent
+		}
+	}
+	tasks := q.send.Ready(ctx, refs)
+	for i := range tasks {
+		tasks[i].TraceParent = traces[tasks[i].Dispatch.TaskID]
+	}
+	q.Add(tasks, committedNs, by)
 }
 
 // Close ends Run once the groups queued so far are sent. Nothing may be
