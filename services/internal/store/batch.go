@@ -169,18 +169,24 @@ func insertTaskRows(ctx context.Context, tx *sql.Tx, nts []NewTask, at time.Time
 	slices.SortStableFunc(order, func(a, b NewTask) int {
 		return cmp.Or(strings.Compare(a.Type, b.Type), compareBizKeys(a.BizKey, b.BizKey))
 	})
+	named := namedParents(nts)
 	rows := make([][]any, len(order))
 	for i, nt := range order {
 		var bizKey any
 		if nt.BizKey != nil {
 			bizKey = []byte(*nt.BizKey)
 		}
+		dag := nt.DAG || len(nt.Parents) > 0
+		var children, parents any
+		if dag && !nt.EdgesLater {
+			children, parents = boolRank(named[nt.ID]), len(nt.Parents)
+		}
 		rows[i] = []any{nt.ID, nt.Type, nt.Priority.Rank(), bizKey, nt.Payload, string(nt.Status),
-			nt.NextRunTimeMs, nt.MaxRetries, nt.TimeoutMs, nt.DAG || len(nt.Parents) > 0, at, at, nullString(nt.TraceParent)}
+			nt.NextRunTimeMs, nt.MaxRetries, nt.TimeoutMs, dag, children, parents, at, at, nullString(nt.TraceParent)}
 	}
 	err := insertRows(ctx, tx, `INSERT INTO tasks
 		(id, task_type, priority, biz_key, payload, status, next_run_time, max_retry_count, timeout_ms,
-		 dag, created_at, updated_at, trace_parent) VALUES `, ` ON DUPLICATE KEY UPDATE id = IF(id = VALUES(id), NULL, id)`, rows)
+		 dag, dag_children, dag_parents, created_at, updated_at, trace_parent) VALUES `, ` ON DUPLICATE KEY UPDATE id = IF(id = VALUES(id), NULL, id)`, rows)
 	if isNullID(err) {
 		return nil, fmt.Errorf("insert tasks: %w", ErrIDTaken)
 	}
@@ -198,6 +204,21 @@ func insertTaskRows(ctx context.Context, tx *sql.Tx, nts []NewTask, at time.Time
 		return found, nil
 	}
 	return insertedIDs(ctx, tx, nts)
+}
+
+// namedParents is the set of tasks that items of nts name as a parent:
+// created with them, those start with dag_children 1.
+func namedParents(nts []NewTask) map[int64]bool {
+	var out map[int64]bool
+	for _, nt := range nts {
+		for _, d := range nt.Parents {
+			if out == nil {
+				out = map[int64]bool{}
+			}
+			out[d.ParentID] = true
+		}
+	}
+	return out
 }
 
 func isNullID(err error) bool {

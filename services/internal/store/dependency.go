@@ -68,7 +68,7 @@ func isFinal(s contracts.Status) bool { return slices.Contains(finalStates, s) }
 
 // linkParents writes the dependencies of the created tasks among nts that
 // have parents: it locks the parents (so none ends unseen meanwhile), marks
-// parents and children dag, inserts the edges with the state of parents
+// parents and children dag (a parent gets dag_children 1), inserts the edges with the state of parents
 // that have ended already, and settles the children that can be settled
 // at once.
 func (s *Store) linkParents(ctx context.Context, tx *sql.Tx, nts []NewTask, created map[int64]bool) error {
@@ -116,7 +116,9 @@ func (s *Store) linkParents(ctx context.Context, tx *sql.Tx, nts []NewTask, crea
 		slices.Sort(missing)
 		return &UnknownParentError{IDs: missing}
 	}
-	if err := execIn(ctx, tx, `UPDATE tasks FORCE INDEX (PRIMARY) SET dag = 1 WHERE dag = 0 AND id IN `, ids); err != nil {
+	// dag_children first: MariaDB applies assignments left to right. A
+	// parent whose shape is unknown (dag 1, dag_children NULL) stays so.
+	if err := execIn(ctx, tx, `UPDATE tasks FORCE INDEX (PRIMARY) SET dag_children = 1, dag = 1 WHERE (dag = 0 OR dag_children = 0) AND id IN `, ids); err != nil {
 		return fmt.Errorf("mark parents: %w", err)
 	}
 	var settle []int64
@@ -165,46 +167,104 @@ func lockStatuses(ctx context.Context, tx *sql.Tx, ids []int64) (map[int64]contr
 
 // afterFinal runs, inside the transfer's transaction, for the dag tasks a
 // transfer batch left in a final state: their children are settled, then
-// their workflows told.
-func (s *Store) afterFinal(ctx context.Context, tx *sql.Tx, finals map[int64]contracts.Status) error {
+// their workflows told. Known leaves (dag_children 0, read under the row
+// lock this transaction holds, which a child created meanwhile needs to
+// set it) are not searched for children.
+func (s *Store) afterFinal(ctx context.Context, tx *sql.Tx, finals map[int64]contracts.Status, leaves map[int64]bool) error {
 	ids := make([]int64, 0, len(finals))
 	for id := range finals {
 		ids = append(ids, id)
 	}
 	slices.Sort(ids)
-	// A locking read, so that the transaction's snapshot is not taken
-	// before the children are locked (see the package comment on locks).
-	pairs, err := queryPairs(ctx, tx, `SELECT parent_id, child_id FROM task_dependencies FORCE INDEX (PRIMARY) WHERE parent_id IN `, ids, ` LOCK IN SHARE MODE`)
-	if err != nil {
-		return fmt.Errorf("find children: %w", err)
+	look := make([]int64, 0, len(ids))
+	for _, id := range ids {
+		if !leaves[id] {
+			look = append(look, id)
+		}
 	}
-	if len(pairs) > 0 {
-		children := make([]int64, 0, len(pairs))
-		withChildren := map[int64]bool{}
-		for _, p := range pairs {
-			children = append(children, p[1])
-			withChildren[p[0]] = true
-		}
-		rows, err := lockRows(ctx, tx, children, false)
-		if err != nil {
-			return err
-		}
-		byStatus := map[contracts.Status][]int64{}
-		for _, id := range ids {
-			if withChildren[id] {
-				byStatus[finals[id]] = append(byStatus[finals[id]], id)
-			}
-		}
-		for st, parents := range byStatus {
-			if err := execIn(ctx, tx, `UPDATE task_dependencies FORCE INDEX (PRIMARY) SET parent_status = ? WHERE parent_id IN `, parents, string(st)); err != nil {
-				return fmt.Errorf("record the end of %d parent(s): %w", len(parents), err)
-			}
-		}
-		if err := s.settleLocked(ctx, tx, children, rows); err != nil {
-			return err
-		}
+	if err := s.settleChildrenOf(ctx, tx, look, finals); err != nil {
+		return err
 	}
 	return s.workflowsAfterFinal(ctx, tx, ids, finals)
+}
+
+// settleChildrenOf settles the children of the parents that just ended
+// with finals: it locks the children, writes the parents' states onto
+// their edges, and releases or cancels the children that can be. A child
+// whose one parent is among these (dag_parents 1) is decided from the edge
+// found here, without reading its edges again.
+func (s *Store) settleChildrenOf(ctx context.Context, tx *sql.Tx, parents []int64, finals map[int64]contracts.Status) error {
+	if len(parents) == 0 {
+		return nil
+	}
+	// A locking read, so that the transaction's snapshot is not taken
+	// before the children are locked (see the package comment on locks).
+	found, err := parentEdges(ctx, tx, parents)
+	if err != nil || len(found) == 0 {
+		return err
+	}
+	children := make([]int64, 0, len(found))
+	withChildren := map[int64]bool{}
+	for _, f := range found {
+		children = append(children, f.child)
+		withChildren[f.parent] = true
+	}
+	rows, err := lockRows(ctx, tx, children, false)
+	if err != nil {
+		return err
+	}
+	byStatus := map[contracts.Status][]int64{}
+	for _, id := range parents {
+		if withChildren[id] {
+			byStatus[finals[id]] = append(byStatus[finals[id]], id)
+		}
+	}
+	for st, ps := range byStatus {
+		if err := execIn(ctx, tx, `UPDATE task_dependencies FORCE INDEX (PRIMARY) SET parent_status = ? WHERE parent_id IN `, ps, string(st)); err != nil {
+			return fmt.Errorf("record the end of %d parent(s): %w", len(ps), err)
+		}
+	}
+	known := map[int64][]edge{}
+	for _, f := range found {
+		if rows[f.child].oneParent {
+			known[f.child] = []edge{{parent: f.parent, cond: f.cond, parentStatus: finals[f.parent]}}
+		}
+	}
+	return s.settleLocked(ctx, tx, children, rows, known)
+}
+
+// foundEdge is a parent's edge as the parent's final transfer finds it.
+type foundEdge struct {
+	parent, child int64
+	cond          contracts.Condition
+}
+
+// parentEdges reads, with a share lock, the edges of parents to their
+// children.
+func parentEdges(ctx context.Context, tx *sql.Tx, parents []int64) ([]foundEdge, error) {
+	var out []foundEdge
+	for chunk := range slices.Chunk(parents, batchChunkRows) {
+		rows, err := tx.QueryContext(ctx, `SELECT parent_id, child_id, cond FROM task_dependencies FORCE INDEX (PRIMARY)
+			WHERE parent_id IN (`+marks(len(chunk))+`) LOCK IN SHARE MODE`, int64Args(chunk)...)
+		if err != nil {
+			return nil, fmt.Errorf("find children: %w", err)
+		}
+		for rows.Next() {
+			var f foundEdge
+			var cond string
+			if err := rows.Scan(&f.parent, &f.child, &cond); err != nil {
+				rows.Close()
+				return nil, fmt.Errorf("find children: %w", err)
+			}
+			f.cond = contracts.Condition(cond)
+			out = append(out, f)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, fmt.Errorf("find children: %w", err)
+		}
+	}
+	return out, nil
 }
 
 // edge is one dependency of a child as settleChildren reads it.
@@ -226,19 +286,34 @@ func (s *Store) settleChildren(ctx context.Context, tx *sql.Tx, ids []int64) err
 	if err != nil {
 		return err
 	}
-	return s.settleLocked(ctx, tx, ids, rows)
+	return s.settleLocked(ctx, tx, ids, rows, nil)
 }
 
 // settleLocked is settleChildren on rows the caller locked (lockRows):
 // the final transfer of a parent locks its children once, and their
-// settlement reads their states and due times from that lock.
-func (s *Store) settleLocked(ctx context.Context, tx *sql.Tx, ids []int64, rows map[int64]rowState) error {
+// settlement reads their states and due times from that lock. known holds
+// the whole set of edges of children the caller has them for; the others'
+// are read.
+func (s *Store) settleLocked(ctx context.Context, tx *sql.Tx, ids []int64, rows map[int64]rowState, known map[int64][]edge) error {
 	ids = slices.Clone(ids)
 	slices.Sort(ids)
 	ids = slices.Compact(ids)
-	edges, err := childEdges(ctx, tx, ids)
-	if err != nil {
-		return err
+	var unknown []int64
+	for _, id := range ids {
+		if _, ok := known[id]; !ok && rows[id].status == contracts.StatusSuspend {
+			unknown = append(unknown, id)
+		}
+	}
+	edges := known
+	if len(unknown) > 0 {
+		read, err := childEdges(ctx, tx, unknown)
+		if err != nil {
+			return err
+		}
+		edges = read
+		for id, es := range known {
+			edges[id] = es
+		}
 	}
 	now := s.now().UnixMilli()
 	var chains [][]TransferParams

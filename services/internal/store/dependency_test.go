@@ -155,3 +155,52 @@ func TestCreateWorkflowReportsATakenID(t *testing.T) {
 	require.NoError(t, st.DB().QueryRow(`SELECT COUNT(*) FROM tasks WHERE id IN (101, 102, 104)`).Scan(&n))
 	require.Zero(t, n, "nothing of a refused workflow is written")
 }
+
+// A task created as a leaf (no children: its end looks for none) gains a
+// child while it ends: the child's creation marks it under its row lock,
+// so whichever commits first, the other sees it, and no child is left
+// SUSPEND behind a parent that ended (the reconciler does not run here).
+func TestAChildCreatedWhileItsParentEndsIsNeverMissed(t *testing.T) {
+	st, _ := testenv.Store(t)
+	ctx := context.Background()
+	const n = 200
+	const first = int64(50_000)
+	parents := make([]store.NewTask, n)
+	ids := make([]int64, n)
+	for i := range parents {
+		ids[i] = first + int64(i)
+		parents[i] = dagTask(ids[i], contracts.StatusReady)
+	}
+	_, err := st.CreateTasks(ctx, parents)
+	require.NoError(t, err)
+	claims := make([][]store.TransferParams, n)
+	for i, id := range ids {
+		claims[i] = []store.TransferParams{{TaskID: id, From: contracts.StatusReady, To: contracts.StatusRunning, Claim: true, Executor: "n"}}
+	}
+	_, err = st.TransferBatch(ctx, claims)
+	require.NoError(t, err)
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for i := 0; i < n; i += 10 {
+			ends := make([][]store.TransferParams, 0, 10)
+			for _, id := range ids[i : i+10] {
+				one := 1
+				ends = append(ends, []store.TransferParams{{TaskID: id, From: contracts.StatusRunning, To: contracts.StatusSuccess, Attempt: &one}})
+			}
+			res, err := st.TransferBatch(ctx, ends)
+			require.NoError(t, err)
+			for _, r := range res {
+				require.NoError(t, r.Err)
+			}
+		}
+	})
+	wg.Go(func() {
+		for _, id := range ids {
+			_, err := st.CreateTasks(ctx, []store.NewTask{dagTask(id+n, contracts.StatusSuspend, id)})
+			require.NoError(t, err)
+		}
+	})
+	wg.Wait()
+	require.Equal(t, 0, countStatus(t, st, contracts.StatusSuspend, first+n, first+2*n-1), "children left behind")
+	require.Equal(t, n, countStatus(t, st, contracts.StatusReady, first+n, first+2*n-1))
+}

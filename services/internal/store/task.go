@@ -226,6 +226,11 @@ type NewTask struct {
 	// (a workflow's first steps, compensations): its final transfer then
 	// looks for children and its workflow.
 	DAG bool
+	// EdgesLater marks a DAG task that may gain parents and children after
+	// its creation (a compensation, chained when compensation starts): its
+	// shape (dag_children, dag_parents) is left unknown, so its transfers
+	// look its edges up.
+	EdgesLater bool
 	// TraceParent is the W3C trace context every span of the task joins
 	// (tracing); empty for none.
 	TraceParent string

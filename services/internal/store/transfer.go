@@ -324,8 +324,13 @@ type rowState struct {
 	attempt  int
 	next     int64
 	status   contracts.Status
-	dag      bool       // in a DAG: a final state settles children (afterFinal)
-	run      *RunFields // only when the batch claims
+	dag      bool // in a DAG: a final state settles children (afterFinal)
+	// leaf and oneParent are the DAG shape recorded at creation (migration
+	// 0018), false when unknown: no task depends on this one, so its end
+	// looks for no children; it has exactly one parent, so that parent's
+	// end settles it without reading its edges.
+	leaf, oneParent bool
+	run             *RunFields // only when the batch claims
 	// traceParent is the task's trace context, which its history rows and
 	// transfer spans carry.
 	traceParent string
@@ -506,6 +511,7 @@ func backoffElapsed(ps plannedStep, atMs int64, collecting bool) (retrying, read
 // same transaction: their children are released or cancelled with them.
 func (s *Store) settleDAG(ctx context.Context, tx *sql.Tx, plan []plannedStep, rows map[int64]rowState) error {
 	var finals map[int64]contracts.Status
+	var leaves map[int64]bool
 	for _, ps := range plan {
 		st := rows[ps.p.TaskID]
 		if !st.dag || !isFinal(st.status) {
@@ -515,11 +521,17 @@ func (s *Store) settleDAG(ctx context.Context, tx *sql.Tx, plan []plannedStep, r
 			finals = map[int64]contracts.Status{}
 		}
 		finals[ps.p.TaskID] = st.status
+		if st.leaf {
+			if leaves == nil {
+				leaves = map[int64]bool{}
+			}
+			leaves[ps.p.TaskID] = true
+		}
 	}
 	if finals == nil {
 		return nil
 	}
-	return s.afterFinal(ctx, tx, finals)
+	return s.afterFinal(ctx, tx, finals, leaves)
 }
 
 // lockRows reads and locks the rows of ids; ascending primary-key order
@@ -530,7 +542,7 @@ func lockRows(ctx context.Context, tx *sql.Tx, ids []int64, withRun bool) (map[i
 	slices.Sort(uniq)
 	uniq = slices.Compact(uniq)
 	rows := make(map[int64]rowState, len(uniq))
-	cols := "id, task_type, priority, attempt, next_run_time, status, dag, trace_parent"
+	cols := "id, task_type, priority, attempt, next_run_time, status, dag, trace_parent, dag_children, dag_parents"
 	if withRun {
 		cols += ", payload, timeout_ms, retry_count, max_retry_count"
 	}
@@ -551,8 +563,10 @@ func lockRows(ctx context.Context, tx *sql.Tx, ids []int64, withRun bool) (map[i
 				prio   int
 				status string
 				tp     sql.NullString
+				kids   sql.NullInt16
+				heads  sql.NullInt16
 			)
-			dest := []any{&id, &st.taskType, &prio, &st.attempt, &st.next, &status, &st.dag, &tp}
+			dest := []any{&id, &st.taskType, &prio, &st.attempt, &st.next, &status, &st.dag, &tp, &kids, &heads}
 			if withRun {
 				st.run = &RunFields{}
 				dest = append(dest, &st.run.Payload, &st.run.TimeoutMs, &st.run.RetryCount, &st.run.MaxRetries)
@@ -564,6 +578,8 @@ func lockRows(ctx context.Context, tx *sql.Tx, ids []int64, withRun bool) (map[i
 			st.priority = contracts.PriorityFromRank(prio)
 			st.status = contracts.Status(status)
 			st.traceParent = tp.String
+			st.leaf = kids.Valid && kids.Int16 == 0
+			st.oneParent = heads.Valid && heads.Int16 == 1
 			if st.run != nil {
 				st.run.TraceParent = tp.String
 			}

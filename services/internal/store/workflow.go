@@ -208,7 +208,7 @@ func workflowTasks(nws []NewWorkflow, created map[int64]bool) []NewTask {
 		for _, st := range nw.Steps {
 			if st.Compensation != nil {
 				c := *st.Compensation
-				c.DAG, c.Status = true, contracts.StatusSuspend
+				c.DAG, c.EdgesLater, c.Status = true, true, contracts.StatusSuspend
 				tasks = append(tasks, c)
 			}
 		}
@@ -238,9 +238,9 @@ func insertWorkflowRows(ctx context.Context, tx *sql.Tx, nws []NewWorkflow, at t
 		if nw.BizKey != nil {
 			bizKey, keyed = []byte(*nw.BizKey), true
 		}
-		rows[i] = []any{nw.ID, nw.Name, bizKey, string(contracts.WorkflowRunning), len(nw.Steps), at, at}
+		rows[i] = []any{nw.ID, nw.Name, bizKey, string(contracts.WorkflowRunning), len(nw.Steps), workflowTaskCount(nw) - len(nw.Steps), at, at}
 	}
-	err := insertRows(ctx, tx, `INSERT INTO workflows (id, name, biz_key, status, open_steps, created_at, updated_at) VALUES `,
+	err := insertRows(ctx, tx, `INSERT INTO workflows (id, name, biz_key, status, open_steps, compensations, created_at, updated_at) VALUES `,
 		` ON DUPLICATE KEY UPDATE id = IF(id = VALUES(id), NULL, id)`, rows)
 	if isNullID(err) {
 		return nil, fmt.Errorf("insert workflows: %w", ErrIDTaken)
@@ -523,6 +523,9 @@ type workflowRow struct {
 	openSteps  int
 	openComps  int
 	compFailed bool
+	// comps is how many compensation tasks the workflow has; not Valid
+	// for a workflow created before that was recorded.
+	comps sql.NullInt32
 }
 
 // lockWorkflows locks the rows of ids, in ascending order, in one query.
@@ -532,7 +535,7 @@ type workflowRow struct {
 func lockWorkflows(ctx context.Context, tx *sql.Tx, ids []int64) (map[int64]*workflowRow, error) {
 	out := make(map[int64]*workflowRow, len(ids))
 	for chunk := range slices.Chunk(ids, batchChunkRows) {
-		rows, err := tx.QueryContext(ctx, `SELECT id, status, reason, open_steps, open_compensations, compensation_failed
+		rows, err := tx.QueryContext(ctx, `SELECT id, status, reason, open_steps, open_compensations, compensation_failed, compensations
 			FROM workflows FORCE INDEX (PRIMARY) WHERE id IN (`+marks(len(chunk))+`) ORDER BY id FOR UPDATE`, int64Args(chunk)...)
 		if err != nil {
 			return nil, fmt.Errorf("lock workflows: %w", err)
@@ -540,7 +543,7 @@ func lockWorkflows(ctx context.Context, tx *sql.Tx, ids []int64) (map[int64]*wor
 		for rows.Next() {
 			w := &workflowRow{}
 			var st string
-			if err := rows.Scan(&w.id, &st, &w.reason, &w.openSteps, &w.openComps, &w.compFailed); err != nil {
+			if err := rows.Scan(&w.id, &st, &w.reason, &w.openSteps, &w.openComps, &w.compFailed, &w.comps); err != nil {
 				rows.Close()
 				return nil, fmt.Errorf("lock workflows: %w", err)
 			}

@@ -91,7 +91,9 @@ func (s *Store) workflowsAfterFinal(ctx context.Context, tx *sql.Tx, ids []int64
 			continue
 		}
 		save = append(save, w)
-		if w.status.Final() && !wasFinal {
+		// Without compensations there is nothing to cancel: the search
+		// for them is spared (a known count only, see migration 0018).
+		if w.status.Final() && !wasFinal && (!w.comps.Valid || w.comps.Int32 > 0) {
 			ended = append(ended, id)
 		}
 	}
