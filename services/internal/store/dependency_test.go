@@ -22,6 +22,20 @@ func dagTask(id int64, status contracts.Status, parents ...int64) store.NewTask 
 	return nt
 }
 
+// readyParents creates n READY dag tasks from id first on, in one batch.
+func readyParents(t *testing.T, st *store.Store, first int64, n int) []int64 {
+	t.Helper()
+	parents := make([]store.NewTask, n)
+	ids := make([]int64, n)
+	for i := range parents {
+		ids[i] = first + int64(i)
+		parents[i] = dagTask(ids[i], contracts.StatusReady)
+	}
+	_, err := st.CreateTasks(context.Background(), parents)
+	require.NoError(t, err)
+	return ids
+}
+
 // claimAndEnd claims the READY tasks ids and ends them in to, in one
 // batch as an executor's outcomes go.
 func claimAndEnd(t *testing.T, st *store.Store, ids []int64, to contracts.Status) {
@@ -96,16 +110,9 @@ func TestFanInOfManyParentsReleasesOnce(t *testing.T) {
 	ctx := context.Background()
 	const n = 999
 	const first = int64(30_000)
-	parents := make([]store.NewTask, n)
-	ids := make([]int64, n)
-	for i := range parents {
-		ids[i] = first + int64(i)
-		parents[i] = dagTask(ids[i], contracts.StatusReady)
-	}
-	_, err := st.CreateTasks(ctx, parents)
-	require.NoError(t, err)
+	ids := readyParents(t, st, first, n)
 	join := first + n
-	_, err = st.CreateTasks(ctx, []store.NewTask{dagTask(join, contracts.StatusSuspend, ids...)})
+	_, err := st.CreateTasks(ctx, []store.NewTask{dagTask(join, contracts.StatusSuspend, ids...)})
 	require.NoError(t, err)
 
 	const workers = 8
@@ -165,15 +172,9 @@ func TestAChildCreatedWhileItsParentEndsIsNeverMissed(t *testing.T) {
 	ctx := context.Background()
 	const n = 200
 	const first = int64(50_000)
-	parents := make([]store.NewTask, n)
-	ids := make([]int64, n)
-	for i := range parents {
-		ids[i] = first + int64(i)
-		parents[i] = dagTask(ids[i], contracts.StatusReady)
-	}
-	_, err := st.CreateTasks(ctx, parents)
-	require.NoError(t, err)
+	ids := readyParents(t, st, first, n)
 	claims := make([][]store.TransferParams, n)
+	var err error
 	for i, id := range ids {
 		claims[i] = []store.TransferParams{{TaskID: id, From: contracts.StatusReady, To: contracts.StatusRunning, Claim: true, Executor: "n"}}
 	}
