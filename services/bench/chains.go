@@ -70,9 +70,7 @@ func (r *run) chains(ctx context.Context) ([]Metric, error) {
 			commit = append(commit, ms(max(c.first.CommittedNs-p.success.EndNs, 0)))
 		}
 		chain = append(chain, ms(c.success.EndNs-s.startNs))
-		if firstNs == 0 || s.startNs < firstNs {
-			firstNs = s.startNs
-		}
+		firstNs = minNonZero(firstNs, s.startNs)
 		lastNs = max(lastNs, c.success.EndNs)
 	}
 	figures := latencyMetrics(mRelease, release, 50, 99)

@@ -45,6 +45,9 @@ const (
 	mSubmitCall = "submit"    // submit_p50_ms ...: one HTTP submission, call to answer
 	mSubmitLag  = "submit_lag_max_ms"
 	mAchieved   = "achieved_rate"
+	// mTasksPerS (latency): tasks finished / (first submit → last handler
+	// end), the chains workload's chains_per_s for single tasks.
+	mTasksPerS = "tasks_per_s"
 	mTasks      = "tasks"
 	mRuns       = "runs"
 	mWindow     = "window_s"

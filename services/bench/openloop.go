@@ -47,7 +47,8 @@ func (r *run) openLoopWorkload(ctx context.Context, req contracts.SubmitRequest,
 	werr := r.col.wait(ctx, ids, r.cfg.StallTimeout)
 	costs := r.meter.stop(len(ids))
 	var samples []float64
-	early := 0
+	early, finished := 0, 0
+	var firstNs, lastNs int64
 	for _, s := range out {
 		if s.failed {
 			continue
@@ -60,10 +61,18 @@ func (r *run) openLoopWorkload(ctx context.Context, req contracts.SubmitRequest,
 		if s.dueNs > 0 && runs.first.StartNs < s.dueNs {
 			early++
 		}
+		if runs.hasSucc {
+			finished++
+			firstNs = minNonZero(firstNs, s.startNs)
+			lastNs = max(lastNs, runs.success.EndNs)
+		}
 	}
 	figures := latencyMetrics(prefix, samples, percentiles...)
-	if prefix == mDelayed {
+	switch prefix {
+	case mDelayed:
 		figures = append(figures, Metric{Name: mEarly, Value: float64(early)})
+	case mLatency:
+		figures = append(figures, Metric{Name: mTasksPerS, Value: rate(finished, time.Duration(lastNs-firstNs))})
 	}
 	figures = append(figures, latencyMetrics(mSubmitCall, calls, 50, 99)...)
 	figures = append(figures,
@@ -122,4 +131,12 @@ func (r *run) retry(ctx context.Context) (_ []Metric, err error) {
 	}
 	figures := append([]Metric{{Name: mRetryTotal, Value: total}}, latencyMetrics(mRetryGap, gaps, 50, 99)...)
 	return join(figures, t.metrics(n, r.col.dropped()), costs), werr
+}
+
+// minNonZero is the smaller of a and b, a being unset while zero.
+func minNonZero(a, b int64) int64 {
+	if a == 0 || b < a {
+		return b
+	}
+	return a
 }

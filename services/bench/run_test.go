@@ -84,7 +84,7 @@ func TestEveryWorkload(t *testing.T) {
 
 	figures := map[string][]string{
 		Throughput: {mE2ETPS, mEnqueueTPS, mProcessTPS, mDrain},
-		Latency: {"latency_p50_ms", "latency_p90_ms", "latency_p99_ms", "latency_max_ms",
+		Latency: {"latency_p50_ms", "latency_p90_ms", "latency_p99_ms", "latency_max_ms", mTasksPerS,
 			// Hops that take a round trip at least; commit_to_send is 0
 			// for a task its submitter dispatched.
 			"hop.send_to_stored_p50_ms", "hop.fetch_to_claim_p50_ms", "hop.end_to_outcome_p50_ms", "hop.end_to_outcome_p99_ms"},
@@ -116,6 +116,12 @@ func TestEveryWorkload(t *testing.T) {
 		case Latency, Delayed:
 			require.Equal(t, 100.0, tasks, "rate 50 for 2 s")
 			require.Equal(t, tasks, runs)
+			if r.Workload == Latency {
+				// 100 tasks over the 2 s of sending and the last one's
+				// way through: about the rate sent, never above it by far.
+				perS, _ := r.Metric(mTasksPerS)
+				require.InDelta(t, 50, perS, 15, "tasks_per_s")
+			}
 		case Retry:
 			require.Equal(t, 200.0, tasks)
 			require.Equal(t, 2*tasks, runs, "a failed first attempt and a successful retry")
