@@ -48,11 +48,11 @@ const (
 	// mTasksPerS (latency): tasks finished / (first submit → last handler
 	// end), the chains workload's chains_per_s for single tasks.
 	mTasksPerS = "tasks_per_s"
-	mTasks      = "tasks"
-	mRuns       = "runs"
-	mWindow     = "window_s"
-	prefixCPU   = "cpu_s."
-	prefixRSS   = "peak_rss_mb."
+	mTasks     = "tasks"
+	mRuns      = "runs"
+	mWindow    = "window_s"
+	prefixCPU  = "cpu_s."
+	prefixRSS  = "peak_rss_mb."
 	// prefixCPUPerTask is CPU milliseconds per task, per process.
 	prefixCPUPerTask = "cpu_ms_per_task."
 	cpuTotalName     = "total"
