@@ -369,12 +369,47 @@ func recordMany(ctx context.Context, tx *sql.Tx, recs []transferRecord) ([]strin
 			Truncate(r.reason, 2048), Truncate(r.actor, 255), // the columns' widths; actors can carry a caller-given name
 			eventID, r.at, r.taskType, prio, r.nextRunTimeMs, r.rejected, routeCode(r.route), nullString(r.traceParent)}
 	}
-	if err := insertRows(ctx, tx, `INSERT INTO task_history
-		(task_id, from_status, to_status, attempt, reason, actor, event_id, created_at,
-		 task_type, priority, next_run_time, rejected, route, trace_parent) VALUES `, "", history); err != nil {
-		return nil, fmt.Errorf("insert history: %w", err)
+	if d, ok := ctx.Value(historyKey{}).(*deferredHistory); ok {
+		d.rows = append(d.rows, history...)
+		return ids, nil
+	}
+	if err := insertHistory(ctx, tx, history); err != nil {
+		return nil, err
 	}
 	return ids, nil
+}
+
+func insertHistory(ctx context.Context, tx *sql.Tx, rows [][]any) error {
+	if err := insertRows(ctx, tx, `INSERT INTO task_history
+		(task_id, from_status, to_status, attempt, reason, actor, event_id, created_at,
+		 task_type, priority, next_run_time, rejected, route, trace_parent) VALUES `, "", rows); err != nil {
+		return fmt.Errorf("insert history: %w", err)
+	}
+	return nil
+}
+
+// historyKey marks a context whose transaction writes its history rows at
+// its end (withDeferredHistory).
+type historyKey struct{}
+
+// deferredHistory holds the history rows of a transaction until its end.
+type deferredHistory struct{ rows [][]any }
+
+// withDeferredHistory runs body in tx with every history row it records
+// held back, then inserts them all in one statement (per chunk), in the
+// order they were recorded: a parent's end and the releases it causes
+// share an INSERT instead of one each. Nothing inside a transfer reads
+// task_history, so holding the rows back changes no decision; their ids
+// are allocated nearer the commit, which also narrows the relay's gaps.
+func withDeferredHistory(ctx context.Context, tx *sql.Tx, body func(ctx context.Context) error) error {
+	d := &deferredHistory{}
+	if err := body(context.WithValue(ctx, historyKey{}, d)); err != nil {
+		return err
+	}
+	if len(d.rows) == 0 {
+		return nil
+	}
+	return insertHistory(ctx, tx, d.rows)
 }
 
 // insertRows writes head, one "(?, ...)" group per row, then tail, in as

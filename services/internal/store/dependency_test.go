@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -204,4 +205,28 @@ func TestAChildCreatedWhileItsParentEndsIsNeverMissed(t *testing.T) {
 	wg.Wait()
 	require.Equal(t, 0, countStatus(t, st, contracts.StatusSuspend, first+n, first+2*n-1), "children left behind")
 	require.Equal(t, n, countStatus(t, st, contracts.StatusReady, first+n, first+2*n-1))
+}
+
+// A batch writes its history rows at its end, in the order its transfers
+// were made: the parent's claim and end come before the release they
+// cause, which the relay publishes in id order.
+func TestABatchsHistoryKeepsTheOrderOfItsTransfers(t *testing.T) {
+	st, _ := testenv.Store(t)
+	ctx := context.Background()
+	_, err := st.CreateTasks(ctx, []store.NewTask{dagTask(1, contracts.StatusReady), dagTask(2, contracts.StatusSuspend, 1),
+		dagTask(3, contracts.StatusSuspend, 1)})
+	require.NoError(t, err)
+	claimAndEnd(t, st, []int64{1}, contracts.StatusSuccess)
+	rows, err := st.DB().Query(`SELECT task_id, to_status FROM task_history WHERE from_status <> '' ORDER BY id`)
+	require.NoError(t, err)
+	defer rows.Close()
+	var got []string
+	for rows.Next() {
+		var id int64
+		var to string
+		require.NoError(t, rows.Scan(&id, &to))
+		got = append(got, fmt.Sprintf("%d:%s", id, to))
+	}
+	require.NoError(t, rows.Err())
+	require.Equal(t, []string{"1:RUNNING", "1:SUCCESS", "2:READY", "3:READY"}, got)
 }

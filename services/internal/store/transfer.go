@@ -230,7 +230,9 @@ func (s *Store) transferBatch(ctx context.Context, chains [][]TransferParams, re
 			if rel != nil {
 				rel.tasks = rel.tasks[:0] // a deadlock's victim starts over
 			}
-			return s.transferBatchTx(ctx, tx, chains, ids, out)
+			return withDeferredHistory(ctx, tx, func(ctx context.Context) error {
+				return s.transferBatchTx(ctx, tx, chains, ids, out)
+			})
 		})
 		// Batches that lock overlapping rows can still deadlock with other
 		// writers; the victim rolled back whole and simply goes again.
