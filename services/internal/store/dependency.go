@@ -23,6 +23,11 @@ import (
 // ordinary transfer, with its history row and event. A cancelled child is
 // final in turn and settles its own children.
 //
+// A parent's state goes onto its edges for its children's other parents:
+// a parent whose children each have it as their only parent (dag_parents
+// 1) settles them at once and leaves parent_status NULL, as nothing reads
+// those edges again.
+//
 // Locks: a dependency row's parent_status is written only by a transaction
 // that holds the child's row lock, an edge is inserted only by one that
 // holds the parent's, and children are locked in ascending id order after
@@ -204,18 +209,26 @@ func (s *Store) settleChildrenOf(ctx context.Context, tx *sql.Tx, parents []int6
 		return err
 	}
 	children := make([]int64, 0, len(found))
-	withChildren := map[int64]bool{}
 	for _, f := range found {
 		children = append(children, f.child)
-		withChildren[f.parent] = true
 	}
 	rows, err := lockRows(ctx, tx, children, false)
 	if err != nil {
 		return err
 	}
+	// A parent's state on its edges is for its children's other parents
+	// (and for children whose shape is unknown); a parent whose children
+	// each have it as their one parent settles them all here, and nothing
+	// reads those edges again, so it is not written.
+	shared := map[int64]bool{} // parents with a child that is not theirs alone
+	for _, f := range found {
+		if !rows[f.child].oneParent {
+			shared[f.parent] = true
+		}
+	}
 	byStatus := map[contracts.Status][]int64{}
 	for _, id := range parents {
-		if withChildren[id] {
+		if shared[id] {
 			byStatus[finals[id]] = append(byStatus[finals[id]], id)
 		}
 	}
