@@ -46,16 +46,16 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, *con
 	return data, nil
 }
 
-// decodeSubmission is decodeObject for the body of a single submission,
-// which every task submitted alone pays: a body that is one valid JSON
-// value (json.Valid only scans, allocating nothing) goes to decodeItem's
-// faster parser, anything else to decodeObject, which words the syntax
-// error.
-func decodeSubmission(data []byte, req *contracts.SubmitRequest) *contracts.Problem {
+// decodeSubmission is decodeObject for the body of a single submission
+// or a workflow, which every task or workflow submitted alone pays: a body
+// that is one valid JSON value (json.Valid only scans, allocating nothing)
+// goes to decodeItem's faster parser, anything else to decodeObject, which
+// words the syntax error.
+func decodeSubmission[T any](data []byte, v *T) *contracts.Problem {
 	if !json.Valid(data) {
-		return decodeObject(data, req, "request body")
+		return decodeObject(data, v, "request body")
 	}
-	return decodeItem(data, req, "request body")
+	return decodeItem(data, v, "request body")
 }
 
 // decodeObject decodes data, which must be one JSON object, into v; what
@@ -96,12 +96,13 @@ func decodeObject(data []byte, v any, what string) *contracts.Problem {
 // decoded again by decodeObject, so its problem is worded exactly as for
 // a single submission (the two packages name fields differently in their
 // errors).
-func decodeItem(data []byte, req *contracts.SubmitRequest, what string) *contracts.Problem {
-	if _, err := segjson.Parse(data, req, segjson.DisallowUnknownFields); err == nil && startsObject(data) {
+func decodeItem[T any](data []byte, v *T, what string) *contracts.Problem {
+	if _, err := segjson.Parse(data, v, segjson.DisallowUnknownFields); err == nil && startsObject(data) {
 		return nil
 	}
-	*req = contracts.SubmitRequest{}
-	return decodeObject(data, req, what)
+	var zero T
+	*v = zero
+	return decodeObject(data, v, what)
 }
 
 // startsObject reports whether the JSON value in data is an object.

@@ -94,6 +94,49 @@ func TestDecodeItemAsDecodeObject(t *testing.T) {
 	}
 }
 
+// sameDecoding checks that decodeSubmission fills a T from in, or refuses
+// it, exactly as decodeObject does.
+func sameDecoding[T any](t *testing.T, in string) {
+	t.Helper()
+	var a, b T
+	pa, pb := decodeObject([]byte(in), &a, "request body"), decodeSubmission([]byte(in), &b)
+	require.Equal(t, pa, pb, in)
+	if pa == nil {
+		require.Equal(t, a, b, in)
+	}
+}
+
+// TestDecodeWorkflowAsDecodeObject: a workflow body, with its steps'
+// embedded task fields and nested compensations, decodes and is refused
+// exactly as decodeObject does it.
+func TestDecodeWorkflowAsDecodeObject(t *testing.T) {
+	for _, in := range []string{
+		`{"name":"order","biz_key":"o-1","steps":[{"key":"a","type":"x.charge","payload":{"n":1},"max_retries":2,"timeout":"5s"},
+			{"key":"b","type":"x.sms","depends_on":["a"],"when":"failure","compensate":{"type":"x.undo","payload":[1],"delay":"1s"}}]}`,
+		`{"name":"w","steps":[]}`, `{"name":"w","steps":null}`, `{"name":"w","steps":{}}`, `{"name":"w","steps":[1]}`,
+		`{"name":"w","steps":[{"key":"a","bogus":1}]}`, `{"name":"w","steps":[{"key":"a","compensate":{"key":"b"}}]}`,
+		`{"name":"w","steps":[{"KEY":"a","Type":"t","DEPENDS_ON":["x"]}]}`, `{"name":"w","steps":[{"key":"a","depends_on":"a"}]}`,
+		`{"name":"w","steps":[{"key":"a","max_retries":1.5}]}`, `{"name":"w","steps":[{"key":"a","compensate":"x"}]}`,
+		`{"name":"w","steps":[{"key":"a","compensate":null,"payload":null}]}`, `{"name":1}`, `{"nom":"w"}`, `[]`, `null`, `"w"`,
+		`{"name":"\ud800","steps":[{"key":"\u00e9","type":"a\u0000b"}]}`, `{"name":"w","name":"v"}`,
+	} {
+		sameDecoding[contracts.WorkflowRequest](t, in)
+	}
+}
+
+// FuzzDecodeWorkflow compares decodeSubmission with decodeObject on any
+// UTF-8 workflow body.
+func FuzzDecodeWorkflow(f *testing.F) {
+	f.Add(`{"name":"w","steps":[{"key":"a","type":"t","compensate":{"type":"u"}},{"key":"b","depends_on":["a"]}]}`)
+	f.Add(`{"name":"w","steps":[{"key":"a","compensate":{"key":"b"}}]}`)
+	f.Fuzz(func(t *testing.T, in string) {
+		if !utf8.ValidString(in) {
+			return // readBody refuses it first
+		}
+		sameDecoding[contracts.WorkflowRequest](t, in)
+	})
+}
+
 // BenchmarkDecodeItem measures decoding one item of a batch.
 func BenchmarkDecodeItem(b *testing.B) {
 	item := []byte(`{"type":"ax.bench","payload":{"sleep_ms":1,"fail":false},"priority":"normal"}`)
@@ -143,12 +186,7 @@ func FuzzDecodeSubmission(f *testing.F) {
 		if !utf8.ValidString(in) {
 			return // decodeJSON refuses it first
 		}
-		var a, b contracts.SubmitRequest
-		pa, pb := decodeObject([]byte(in), &a, "request body"), decodeSubmission([]byte(in), &b)
-		require.Equal(t, pa, pb, in)
-		if pa == nil {
-			require.Equal(t, a, b, in)
-		}
+		sameDecoding[contracts.SubmitRequest](t, in)
 	})
 }
 

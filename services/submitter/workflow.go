@@ -40,8 +40,12 @@ func (s *Submitter) handleWorkflowCreate(w http.ResponseWriter, r *http.Request)
 			fmt.Sprintf("request body of %d bytes exceeds the limit of %d bytes", r.ContentLength, workflowBodyLimit))
 		return
 	}
+	data, p := readBody(w, r, workflowBodyLimit)
 	var req contracts.WorkflowRequest
-	if p := decodeJSON(w, r, workflowBodyLimit, &req); p != nil {
+	if p == nil {
+		p = decodeSubmission(data, &req)
+	}
+	if p != nil {
 		writeProblem(w, p.Status, p.Code, p.Detail)
 		return
 	}
