@@ -125,6 +125,8 @@ type RetentionPass struct {
 	// Pruned counts deleted tasks by state.
 	Pruned               map[contracts.Status]int64
 	History, DeadLetters int64
+	// Workflows counts ended workflows deleted with their last task.
+	Workflows int64
 	// Busy: another reaper held the lease, so this one did nothing.
 	Busy bool
 	// More: the pass stopped at its bound with tasks still due.
@@ -203,7 +205,7 @@ func (r *Reaper) PruneFinished(ctx context.Context) (RetentionPass, error) {
 	err = r.pruneStates(ctx, c, now, &pass)
 	if n := pass.Tasks(); n > 0 {
 		r.logger.Info("pruned finished tasks", "tasks", n, "history", pass.History, "dead_letters", pass.DeadLetters,
-			"success", pass.Pruned[contracts.StatusSuccess], "cancelled", pass.Pruned[contracts.StatusCancelled],
+			"workflows", pass.Workflows, "success", pass.Pruned[contracts.StatusSuccess], "cancelled", pass.Pruned[contracts.StatusCancelled],
 			"failed", pass.Pruned[contracts.StatusFailed]+pass.Pruned[contracts.StatusTimeout], "more", pass.More)
 	}
 	return pass, err
@@ -249,6 +251,7 @@ func (r *Reaper) pruneStates(ctx context.Context, c RetentionConfig, now time.Ti
 			pass.Pruned[s] += n.Tasks
 			pass.History += n.History
 			pass.DeadLetters += n.DeadLetters
+			pass.Workflows += n.Workflows
 			metrics.RetentionPruned.WithLabelValues(string(s)).Add(float64(n.Tasks))
 			if err != nil {
 				return err

@@ -55,6 +55,9 @@ type PruneFinishedParams struct {
 // PruneCounts are the rows one batch deleted.
 type PruneCounts struct {
 	Tasks, History, DeadLetters int64
+	// Workflows counts the ended workflows whose last task this batch
+	// deleted: they go with it (deleteEndedWorkflows).
+	Workflows int64
 	// Candidates is how many tasks the index scan found; fewer than the
 	// limit means the state has nothing more due.
 	Candidates int
@@ -208,7 +211,56 @@ func deletePruned(ctx context.Context, tx *sql.Tx, status contracts.Status, ids 
 			return fmt.Errorf("delete from %s: %w", st.table, err)
 		}
 	}
-	return nil
+	n, err := deleteEndedWorkflows(ctx, tx, ids)
+	out.Workflows = n
+	return err
+}
+
+// deleteEndedWorkflows deletes the workflows of the tasks ids (just
+// deleted) that have ended and have no task left: a workflow goes with the
+// last of its steps and compensations, whose retentions may differ, and
+// its biz_key is free again, as a task's is once it is deleted. Until then
+// its view lists the steps still stored. Nothing adds a task to an
+// existing workflow, and an ended one never runs again, so a workflow
+// found without tasks stays so.
+func deleteEndedWorkflows(ctx context.Context, tx *sql.Tx, ids []int64) (int64, error) {
+	in, args := marks(len(ids)), int64Args(ids)
+	wfs, err := queryIDs(ctx, tx.QueryContext, `SELECT workflow_id FROM workflow_steps WHERE task_id IN (`+in+`)
+		UNION SELECT workflow_id FROM workflow_steps WHERE compensation_task_id IN (`+in+`)`, append(args, args...)...)
+	if err != nil || len(wfs) == 0 {
+		return 0, wrapIf(err, "find the workflows of pruned tasks")
+	}
+	var ended []any
+	for _, st := range contracts.WorkflowStatuses {
+		if st.Final() {
+			ended = append(ended, string(st))
+		}
+	}
+	gone, err := queryIDs(ctx, tx.QueryContext, `SELECT w.id FROM workflows w WHERE w.id IN (`+marks(len(wfs))+`)
+		AND w.status IN (`+marks(len(ended))+`)
+		AND NOT EXISTS (SELECT 1 FROM workflow_steps ws JOIN tasks t ON t.id = ws.task_id WHERE ws.workflow_id = w.id)
+		AND NOT EXISTS (SELECT 1 FROM workflow_steps ws JOIN tasks t ON t.id = ws.compensation_task_id WHERE ws.workflow_id = w.id)
+		ORDER BY w.id`, append(int64Args(wfs), ended...)...)
+	if err != nil || len(gone) == 0 {
+		return 0, wrapIf(err, "find ended workflows without tasks")
+	}
+	if err := execIn(ctx, tx, `DELETE FROM workflow_steps WHERE workflow_id IN `, gone); err != nil {
+		return 0, fmt.Errorf("delete from workflow_steps: %w", err)
+	}
+	res, err := tx.ExecContext(ctx, `DELETE FROM workflows WHERE id IN (`+marks(len(gone))+`) AND status IN (`+marks(len(ended))+`)`,
+		append(int64Args(gone), ended...)...)
+	if err != nil {
+		return 0, fmt.Errorf("delete from workflows: %w", err)
+	}
+	return res.RowsAffected()
+}
+
+// wrapIf wraps err with what, or returns nil.
+func wrapIf(err error, what string) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("%s: %w", what, err)
 }
 
 // queryIDs runs a query of one BIGINT column through query, the pool's or

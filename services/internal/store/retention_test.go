@@ -266,3 +266,72 @@ func TestPruneFinishedWaitsForAReRunInFlight(t *testing.T) {
 	require.Zero(t, c.Tasks)
 	require.Equal(t, [3]int{1, 1, 1}, left(t, st, id))
 }
+
+// TestAWorkflowGoesWithItsLastTask: retention deletes an ended workflow,
+// its steps' rows with it, once the last of its tasks is deleted, whatever
+// order their states' retentions take them in; a running workflow stays
+// whole, and an ended one's biz_key is free again.
+func TestAWorkflowGoesWithItsLastTask(t *testing.T) {
+	ctx := context.Background()
+	st, _ := testenv.Store(t)
+	key := "order-7"
+	twoSteps := func(wf, first int64, bizKey *string) {
+		t.Helper()
+		_, _, err := st.CreateWorkflow(ctx, store.NewWorkflow{ID: wf, Name: "pair", BizKey: bizKey, Steps: []store.NewWorkflowStep{
+			{Key: "a", Task: dagTask(first, contracts.StatusReady)}, {Key: "b", Task: dagTask(first+1, contracts.StatusSuspend, first)}}})
+		require.NoError(t, err)
+	}
+	twoSteps(1, 100, &key) // both succeed: SUCCEEDED
+	claimAndEnd(t, st, []int64{100}, contracts.StatusSuccess)
+	claimAndEnd(t, st, []int64{101}, contracts.StatusSuccess)
+	twoSteps(2, 200, nil) // a succeeds, b is left READY: RUNNING
+	claimAndEnd(t, st, []int64{200}, contracts.StatusSuccess)
+	twoSteps(3, 300, nil) // a fails, b is cancelled: FAILED
+	claimAndEnd(t, st, []int64{300}, contracts.StatusFailed)
+	testenv.HistoryPublished(t, st)
+
+	stored := func(wf int64) (workflows, steps int) {
+		t.Helper()
+		require.NoError(t, st.DB().QueryRow(`SELECT COUNT(*) FROM workflows WHERE id = ?`, wf).Scan(&workflows))
+		require.NoError(t, st.DB().QueryRow(`SELECT COUNT(*) FROM workflow_steps WHERE workflow_id = ?`, wf).Scan(&steps))
+		return workflows, steps
+	}
+	prune := func(s contracts.Status) store.PruneCounts {
+		t.Helper()
+		now, err := st.DBNow(ctx)
+		require.NoError(t, err)
+		n, err := st.PruneFinished(ctx, store.PruneFinishedParams{Status: s, EndedBefore: now.Add(time.Hour), Limit: 100})
+		require.NoError(t, err)
+		return n
+	}
+	n := prune(contracts.StatusSuccess)
+	require.EqualValues(t, 3, n.Tasks)
+	require.EqualValues(t, 1, n.Workflows)
+	_, err := st.GetWorkflow(ctx, 1)
+	require.ErrorIs(t, err, store.ErrNotFound)
+	for wf, want := range map[int64][2]int{1: {0, 0}, 2: {1, 2}, 3: {1, 2}} {
+		w, s := stored(wf)
+		require.Equal(t, want, [2]int{w, s}, "workflow %d: rows in workflows, workflow_steps", wf)
+	}
+
+	n = prune(contracts.StatusFailed) // 300 goes; its cancelled step keeps workflow 3
+	require.EqualValues(t, 1, n.Tasks)
+	require.Zero(t, n.Workflows)
+	wf3, err := st.GetWorkflow(ctx, 3)
+	require.NoError(t, err)
+	require.Equal(t, contracts.WorkflowFailed, wf3.Status)
+	require.Len(t, wf3.Steps, 1, "the view lists the steps still stored")
+	n = prune(contracts.StatusCancelled)
+	require.EqualValues(t, 1, n.Tasks)
+	require.EqualValues(t, 1, n.Workflows)
+	w, s := stored(3)
+	require.Equal(t, [2]int{0, 0}, [2]int{w, s})
+	w, s = stored(2)
+	require.Equal(t, [2]int{1, 2}, [2]int{w, s}, "a running workflow stays whole")
+
+	wf, dedup, err := st.CreateWorkflow(ctx, store.NewWorkflow{ID: 4, Name: "pair", BizKey: &key,
+		Steps: []store.NewWorkflowStep{{Key: "a", Task: dagTask(400, contracts.StatusReady)}}})
+	require.NoError(t, err)
+	require.False(t, dedup, "the pruned workflow's biz_key is free")
+	require.EqualValues(t, 4, wf.ID)
+}
