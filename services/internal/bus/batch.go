@@ -11,6 +11,17 @@ import (
 	"golang.org/x/sync/errgroup"
 )
 
+// The pull request of a batch consumer lasts batchPullExpiry, and JetStream
+// sends an idle heartbeat on it every batchPullHeartbeat. Under a burst the
+// client library was seen counting a pull request open that the server no
+// longer held, so nothing was delivered until it noticed the missing
+// heartbeats (twice the heartbeat: with the library's defaults of a 30 s
+// expiry, 30 s); with these a stall ends within a second.
+const (
+	batchPullExpiry    = 5 * time.Second
+	batchPullHeartbeat = 500 * time.Millisecond
+)
+
 // BatchHandler handles messages that arrived together. A nil error
 // acknowledges all of them; an error hands them all back for redelivery
 // after a short delay, so a handler must be idempotent per message.
@@ -35,11 +46,12 @@ func ConsumeBatches(ctx context.Context, js jetstream.JetStream, spec ConsumerSp
 		case <-ctx.Done():
 			// Not acknowledged: redelivered after AckWait to whoever runs.
 		}
-	}, jetstream.PullMaxMessages(2*max), jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
-		if !errors.Is(err, jetstream.ErrNoHeartbeat) {
-			logger.Debug("consume", "consumer", spec.Name, "err", err)
-		}
-	}))
+	}, jetstream.PullMaxMessages(2*max), jetstream.PullExpiry(batchPullExpiry), jetstream.PullHeartbeat(batchPullHeartbeat),
+		jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
+			if !errors.Is(err, jetstream.ErrNoHeartbeat) {
+				logger.Debug("consume", "consumer", spec.Name, "err", err)
+			}
+		}))
 	if err != nil {
 		return fmt.Errorf("consume %s: %w", spec.Name, err)
 	}
