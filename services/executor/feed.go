@@ -12,6 +12,7 @@ import (
 	"github.com/axsched/ax/contracts"
 	"github.com/axsched/ax/events"
 	"github.com/axsched/ax/services/internal/bus"
+	"github.com/axsched/ax/services/internal/metrics"
 )
 
 // feed is a lane of the node's own subject pulled by one long-lived pull
@@ -103,7 +104,9 @@ func (in *intake) consume(f *feed, c jetstream.Consumer) error {
 			switch {
 			case errors.Is(err, jetstream.ErrConsumerDeleted):
 				in.e.logger.Warn("own lane's consumer was deleted; declaring it again", "type", in.p.spec.Name, "err", err)
-			case !errors.Is(err, jetstream.ErrNoHeartbeat):
+			case errors.Is(err, jetstream.ErrNoHeartbeat):
+				metrics.PullRenewals.Inc()
+			default:
 				in.e.logger.Debug("consume", "type", in.p.spec.Name, "err", err)
 			}
 		}))

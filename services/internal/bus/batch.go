@@ -9,6 +9,8 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 	"golang.org/x/sync/errgroup"
+
+	"github.com/axsched/ax/services/internal/metrics"
 )
 
 // The pull request of a batch consumer lasts batchPullExpiry, and JetStream
@@ -48,9 +50,11 @@ func ConsumeBatches(ctx context.Context, js jetstream.JetStream, spec ConsumerSp
 		}
 	}, jetstream.PullMaxMessages(2*max), jetstream.PullExpiry(batchPullExpiry), jetstream.PullHeartbeat(batchPullHeartbeat),
 		jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
-			if !errors.Is(err, jetstream.ErrNoHeartbeat) {
-				logger.Debug("consume", "consumer", spec.Name, "err", err)
+			if errors.Is(err, jetstream.ErrNoHeartbeat) {
+				metrics.PullRenewals.Inc()
+				return
 			}
+			logger.Debug("consume", "consumer", spec.Name, "err", err)
 		}))
 	if err != nil {
 		return fmt.Errorf("consume %s: %w", spec.Name, err)

@@ -195,6 +195,14 @@ var (
 	ExecutorQueueLength = promauto.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "ax_executor_queue_length", Help: "Task messages waiting for this executor, by type: its own subjects' unclaimed ones plus the shared subjects' pending (sampled every heartbeat).",
 	}, []string{"type"})
+	// PullRenewals counts pull requests a consumer renewed because it
+	// heard nothing, not even an idle heartbeat, for two heartbeat
+	// intervals: a pull the client library counted open that the server
+	// no longer held (each a stall of up to a second while work waited),
+	// a lost connection, or a process too starved to read its messages.
+	PullRenewals = promauto.NewCounter(prometheus.CounterOpts{
+		Name: "ax_pull_renewals_total", Help: "Pull requests renewed after two idle heartbeat intervals without a message (a lost pull: each stalled its consumer up to a second).",
+	})
 	// ExecutorHeartbeatFailures counts membership heartbeats that could
 	// not be written; three in a row make the node look dead.
 	ExecutorHeartbeatFailures = promauto.NewCounter(prometheus.CounterOpts{
