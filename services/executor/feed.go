@@ -45,15 +45,6 @@ type feed struct {
 // dead.
 const feedPullExpiry = 5 * time.Second
 
-// feedPullHeartbeat is the idle heartbeat JetStream sends on an open pull
-// request. The client library renews its pull when it hears nothing for
-// twice as long, and that is what ends a stall seen under a burst: the
-// server holding no pull request of the feed while the library counts
-// one open, so the node sat idle beside thousands of waiting tasks until
-// the library's default (half the expiry) ran out twice — 5 s. With this
-// the stall lasts at most a second.
-const feedPullHeartbeat = 500 * time.Millisecond
-
 // feedSize bounds the messages a feed holds, by the pool's size: enough for
 // a claim batch per fetcher's worth of free slots without holding far more
 // work than the node can start (held work waits, and its acknowledgement
@@ -100,7 +91,7 @@ func (in *intake) consume(f *feed, c jetstream.Consumer) error {
 		f.mu.Unlock()
 		in.ring()
 	}, jetstream.PullMaxMessages(f.size), jetstream.PullExpiry(feedPullExpiry),
-		jetstream.PullHeartbeat(feedPullHeartbeat), jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
+		jetstream.PullHeartbeat(bus.PullHeartbeat), jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
 			switch {
 			case errors.Is(err, jetstream.ErrConsumerDeleted):
 				in.e.logger.Warn("own lane's consumer was deleted; declaring it again", "type", in.p.spec.Name, "err", err)

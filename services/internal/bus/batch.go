@@ -13,16 +13,19 @@ import (
 	"github.com/axsched/ax/services/internal/metrics"
 )
 
-// The pull request of a batch consumer lasts batchPullExpiry, and JetStream
-// sends an idle heartbeat on it every batchPullHeartbeat. Under a burst the
-// client library was seen counting a pull request open that the server no
-// longer held, so nothing was delivered until it noticed the missing
-// heartbeats (twice the heartbeat: with the library's defaults of a 30 s
-// expiry, 30 s); with these a stall ends within a second.
-const (
-	batchPullExpiry    = 5 * time.Second
-	batchPullHeartbeat = 500 * time.Millisecond
-)
+// PullHeartbeat is the idle heartbeat JetStream sends on every long-lived
+// pull request of ax's consumers (the executors' own lanes and the batch
+// consumers below). Under a burst the client library was seen counting a
+// pull request open that the server no longer held, so nothing was
+// delivered until it missed two heartbeats: with its default (half the
+// expiry) 5 s for an executor's lane, 30 s for a batch consumer. With this
+// a lost pull is renewed within a second (counted by
+// ax_pull_renewals_total).
+const PullHeartbeat = 500 * time.Millisecond
+
+// batchPullExpiry is how long a batch consumer's pull request lasts
+// (the library's default is 30 s).
+const batchPullExpiry = 5 * time.Second
 
 // BatchHandler handles messages that arrived together. A nil error
 // acknowledges all of them; an error hands them all back for redelivery
@@ -48,7 +51,7 @@ func ConsumeBatches(ctx context.Context, js jetstream.JetStream, spec ConsumerSp
 		case <-ctx.Done():
 			// Not acknowledged: redelivered after AckWait to whoever runs.
 		}
-	}, jetstream.PullMaxMessages(2*max), jetstream.PullExpiry(batchPullExpiry), jetstream.PullHeartbeat(batchPullHeartbeat),
+	}, jetstream.PullMaxMessages(2*max), jetstream.PullExpiry(batchPullExpiry), jetstream.PullHeartbeat(PullHeartbeat),
 		jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
 			if errors.Is(err, jetstream.ErrNoHeartbeat) {
 				metrics.PullRenewals.Inc()

@@ -230,12 +230,7 @@ func deleteEndedWorkflows(ctx context.Context, tx *sql.Tx, ids []int64) (int64, 
 	if err != nil || len(wfs) == 0 {
 		return 0, wrapIf(err, "find the workflows of pruned tasks")
 	}
-	var ended []any
-	for _, st := range contracts.WorkflowStatuses {
-		if st.Final() {
-			ended = append(ended, string(st))
-		}
-	}
+	ended := endedWorkflowStates
 	gone, err := queryIDs(ctx, tx.QueryContext, `SELECT w.id FROM workflows w WHERE w.id IN (`+marks(len(wfs))+`)
 		AND w.status IN (`+marks(len(ended))+`)
 		AND NOT EXISTS (SELECT 1 FROM workflow_steps ws JOIN tasks t ON t.id = ws.task_id WHERE ws.workflow_id = w.id)
@@ -254,6 +249,17 @@ func deleteEndedWorkflows(ctx context.Context, tx *sql.Tx, ids []int64) (int64, 
 	}
 	return res.RowsAffected()
 }
+
+// endedWorkflowStates are the final workflow states, as query arguments.
+var endedWorkflowStates = func() []any {
+	var out []any
+	for _, st := range contracts.WorkflowStatuses {
+		if st.Final() {
+			out = append(out, string(st))
+		}
+	}
+	return out
+}()
 
 // wrapIf wraps err with what, or returns nil.
 func wrapIf(err error, what string) error {
