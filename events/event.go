@@ -14,6 +14,9 @@ const (
 	TypeTaskTransferred = "task.transferred.v1"
 	TypeTaskDue         = "task.due.v1"
 	TypeTaskDispatched  = "task.dispatched.v1"
+	// TypeTaskDispatches is a TaskDispatches: several dispatches for one
+	// executor subject in one message.
+	TypeTaskDispatches  = "task.dispatches.v1"
 	TypeTaskTypeChanged = "tasktype.changed.v1"
 	TypeRolloutChanged  = "rollout.changed.v1"
 )
@@ -164,6 +167,19 @@ type TaskDispatched struct {
 	// when none of its executors was live past the grace: the claim
 	// records the fallback in the task's history.
 	FallbackFrom string `json:"fallback_from,omitempty"`
+}
+
+// TaskDispatches hands several due, READY tasks to the executors of one
+// subject (one type, lane and node) in one message: each is a
+// TaskDispatched as if sent alone, fenced by its own claim. One stored
+// message, delivery and acknowledgement per batch instead of per task is
+// most of what a dispatch costs JetStream. The executor acknowledges the
+// message once every task in it has its verdict, and hands the whole
+// message back when any of them must come back: a task of the batch that
+// already ran loses its repeated claim. Executors that predate it cannot
+// read it: upgrade executors before the services that dispatch.
+type TaskDispatches struct {
+	Tasks []TaskDispatched `json:"tasks"`
 }
 
 // Decode unmarshals data into v with a useful error.

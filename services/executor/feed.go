@@ -21,19 +21,19 @@ import (
 // doorbell copy, no pull request and no "no more messages" reply of its
 // own, and no round trip between the dispatch arriving and the fetcher
 // seeing it. Only this node pulls its own subject, so what the feed holds
-// is nobody else's to take. At most room messages wait in it; while it is
+// is nobody else's to take. At most room dispatches wait in it; while it is
 // full the consume callback blocks, so JetStream stops sending once the
 // open pull request's batch (as many again, queued in the client library,
 // where they cannot be kept alive) is delivered. Those are redelivered to
 // this node if the pool stays full for longer than the ack wait; the
 // duplicate loses at the claim.
 type feed struct {
-	mu    sync.Mutex
-	heads []*head
-	room  chan struct{} // one token per message held
-	size  int
-	stop  chan struct{}
-	cc    jetstream.ConsumeContext // guarded by mu: revive replaces it
+	held spill
+	mu   sync.Mutex    // guards cc
+	room chan struct{} // one token per dispatch held
+	size int
+	stop chan struct{}
+	cc   jetstream.ConsumeContext // guarded by mu: revive replaces it
 	// stopOnce guards close.
 	stopOnce sync.Once
 }
@@ -45,7 +45,7 @@ type feed struct {
 // dead.
 const feedPullExpiry = 5 * time.Second
 
-// feedSize bounds the messages a feed holds, by the pool's size: enough for
+// feedSize bounds the dispatches a feed holds, by the pool's size: enough for
 // a claim batch per fetcher's worth of free slots without holding far more
 // work than the node can start (held work waits, and its acknowledgement
 // deadline must be kept alive).
@@ -72,24 +72,28 @@ func (in *intake) consume(f *feed, c jetstream.Consumer) error {
 			return
 		default:
 		}
-		select {
-		case f.room <- struct{}{}:
-		case <-f.stop:
-			_ = msg.Nak() // stopping: another executor takes it at once
-			return
-		}
-		now := time.Now()
-		h := &head{msg: msg, fetchedAt: now, lastKeep: now}
-		if err := events.Decode(msg.Data(), &h.task); err != nil {
-			<-f.room
+		ds, err := bus.Dispatches(msg, in.e.conn.JS)
+		if err != nil {
 			in.e.logger.Error("dropping undecodable dispatch", "type", in.p.spec.Name, "err", err)
 			_ = msg.Term()
 			return
 		}
-		f.mu.Lock()
-		f.heads = append(f.heads, h)
-		f.mu.Unlock()
-		in.ring()
+		// A message of several dispatches takes room for each as it comes:
+		// a batch larger than the room left is held part by part.
+		for i, d := range ds {
+			select {
+			case f.room <- struct{}{}:
+			case <-f.stop:
+				for _, rest := range ds[i:] {
+					_ = rest.Msg.Nak() // stopping: another executor takes it at once
+				}
+				return
+			}
+			now := time.Now()
+			h := &head{msg: d.Msg, task: d.Task, fetchedAt: now, lastKeep: now}
+			f.held.put([]*head{h})
+			in.ring()
+		}
 	}, jetstream.PullMaxMessages(f.size), jetstream.PullExpiry(feedPullExpiry),
 		jetstream.PullHeartbeat(bus.PullHeartbeat), jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
 			switch {
@@ -144,32 +148,25 @@ func (in *intake) revive(ctx context.Context, src source) {
 	in.e.logger.Info("own lane's consume restarted", "type", in.p.spec.Name, "lane", lane)
 }
 
-// take removes and returns up to n of the oldest held messages.
+// take removes and returns up to n of the oldest held dispatches.
 func (f *feed) take(n int) []*head {
-	f.mu.Lock()
-	k := min(n, len(f.heads))
-	out := make([]*head, k)
-	copy(out, f.heads)
-	f.heads = f.heads[k:]
-	f.mu.Unlock()
-	for range k {
+	out := f.held.take(n)
+	for range out {
 		<-f.room
 	}
 	return out
 }
 
-func (f *feed) len() int {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return len(f.heads)
-}
+func (f *feed) len() int { return f.held.len() }
 
-// keepAlive tells JetStream that messages held longer than keepAliveAge are
-// still wanted.
-func (f *feed) keepAlive(now time.Time) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	for _, h := range f.heads {
+// keepAlive tells JetStream that dispatches held longer than keepAliveAge
+// are still wanted.
+func (f *feed) keepAlive(now time.Time) { f.held.keepAlive(now) }
+
+// keepHeadsAlive reports progress of every head held longer than
+// keepAliveAge at now.
+func keepHeadsAlive(hs []*head, now time.Time) {
+	for _, h := range hs {
 		if now.Sub(h.lastKeep) > keepAliveAge {
 			_ = h.msg.InProgress()
 			h.lastKeep = now
@@ -195,4 +192,46 @@ func (f *feed) close(ctx context.Context) {
 			_ = h.msg.Nak()
 		}
 	})
+}
+
+// spill holds dispatches for any fetcher of an intake to take: what a
+// feed's long-lived pull delivered, or what a fetch brought beyond what its
+// fetcher asked for (intake.spills).
+type spill struct {
+	mu    sync.Mutex
+	heads []*head
+}
+
+func (s *spill) put(hs []*head) {
+	s.mu.Lock()
+	s.heads = append(s.heads, hs...)
+	s.mu.Unlock()
+}
+
+// take removes and returns up to n of the oldest dispatches held.
+func (s *spill) take(n int) []*head {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	k := min(n, len(s.heads))
+	if k == 0 {
+		return nil
+	}
+	out := make([]*head, k)
+	copy(out, s.heads)
+	s.heads = s.heads[k:]
+	return out
+}
+
+func (s *spill) len() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.heads)
+}
+
+// keepAlive tells JetStream that dispatches held longer than keepAliveAge
+// are still wanted.
+func (s *spill) keepAlive(now time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	keepHeadsAlive(s.heads, now)
 }

@@ -45,8 +45,18 @@ func run(t *testing.T, e *executor.Executor) (stop func(), done chan error) {
 // pull delivers them to it (nine held, unacknowledged, in the feed). When it
 // stops, those nine are due commands again at once — handed back to
 // JetStream and moved, not left to wait out their acknowledgement deadline
-// — and its own consumer is gone.
+// — and its own consumer is gone. Sent as one message of ten dispatches
+// (events.TaskDispatches), the nine come back at once too, not when the
+// running task that shares their message is done.
 func TestStoppingExecutorHandsBackWhatItsFeedHeld(t *testing.T) {
+	for _, batched := range []bool{false, true} {
+		t.Run(map[bool]string{false: "one message each", true: "one message"}[batched], func(t *testing.T) {
+			stopHandsBack(t, batched)
+		})
+	}
+}
+
+func stopHandsBack(t *testing.T, batched bool) {
 	st, _ := testenv.Store(t)
 	rdb, k := testenv.Redis(t)
 	conn := testenv.NATS(t)
@@ -72,6 +82,19 @@ func TestStoppingExecutorHandsBackWhatItsFeedHeld(t *testing.T) {
 	for id := int64(1); id <= n; id++ {
 		msgs = append(msgs, routed(t, st, typ, node, id))
 	}
+	held := n - 1 // messages the feed holds unacknowledged
+	if batched {
+		var b events.TaskDispatches
+		for _, m := range msgs {
+			var d events.TaskDispatched
+			require.NoError(t, events.Decode(m.Data, &d))
+			b.Tasks = append(b.Tasks, d)
+		}
+		data, err := events.Encode(b)
+		require.NoError(t, err)
+		msgs = []bus.Msg{{Subject: msgs[0].Subject, EventType: events.TypeTaskDispatches, Data: data}}
+		held = 1
+	}
 	require.NoError(t, bus.PublishBatch(ctx, conn.JS, msgs))
 
 	var first int64
@@ -84,7 +107,7 @@ func TestStoppingExecutorHandsBackWhatItsFeedHeld(t *testing.T) {
 	require.NoError(t, err)
 	testenv.Eventually(t, 10*time.Second, "the other nine delivered to the executor", func() bool {
 		info, err := own.Info(ctx)
-		return err == nil && info.NumPending == 0 && info.NumAckPending == n-1
+		return err == nil && info.NumPending == 0 && info.NumAckPending == held
 	})
 
 	stop()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"sync/atomic"
 	"time"
 
@@ -44,6 +45,12 @@ type intake struct {
 	// doorbell (redeliveries) is still seen within idleWait.
 	rungAt  []atomic.Int64
 	emptyAt []atomic.Int64
+	// spills[i] holds the dispatches a fetch of source i brought beyond
+	// what its fetcher asked for (a message of several, events.
+	// TaskDispatches), for any fetcher to take: kept in one fetcher's
+	// queues they would wait for that fetcher's slots while the others
+	// held theirs idle.
+	spills []spill
 }
 
 // source is one consumer the intake pulls: a lane of the node's own
@@ -92,6 +99,7 @@ func (e *Executor) newIntake(ctx context.Context, p *pool) (*intake, error) {
 	}
 	in.rungAt = make([]atomic.Int64, len(in.srcs))
 	in.emptyAt = make([]atomic.Int64, len(in.srcs))
+	in.spills = make([]spill, len(in.srcs))
 	for _, token := range bells {
 		sub, err := e.conn.NC.Subscribe(events.ExecDoorbell(p.spec.Name, token), func(m *nats.Msg) {
 			for i, src := range in.srcs {
@@ -125,9 +133,14 @@ func (in *intake) close() {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), feedCloseWait)
 	defer cancel()
-	for _, src := range in.srcs {
+	for i, src := range in.srcs {
 		if src.feed != nil {
 			src.feed.close(ctx)
+		}
+		if in.spills != nil {
+			for _, h := range in.spills[i].take(math.MaxInt) {
+				_ = h.msg.Nak()
+			}
 		}
 	}
 }
@@ -146,11 +159,12 @@ func (in *intake) tend(ctx context.Context) error {
 		case <-ctx.Done():
 			return nil
 		case now := <-t.C:
-			for _, src := range in.srcs {
+			for i, src := range in.srcs {
 				if src.feed != nil {
 					src.feed.keepAlive(now)
 					in.revive(ctx, src)
 				}
+				in.spills[i].keepAlive(now)
 			}
 			in.e.keepFusedAlive(in.p, now)
 		}
@@ -385,6 +399,9 @@ func (in *intake) mayHold(i int) bool {
 	if f := in.srcs[i].feed; f != nil {
 		return f.len() > 0
 	}
+	if in.spills[i].len() > 0 {
+		return true
+	}
 	empty := in.emptyAt[i].Load()
 	return time.Since(time.Unix(0, empty)) >= idleWait || in.rungAt[i].Load() >= empty-int64(ringSlack)
 }
@@ -399,12 +416,20 @@ func (in *intake) fetchLane(ctx context.Context, i, n int, force bool) []*head {
 	if f := in.srcs[i].feed; f != nil {
 		return f.take(n)
 	}
+	if got := in.spills[i].take(n); len(got) > 0 {
+		return got
+	}
 	if !force && !in.mayHold(i) {
 		return nil
 	}
 	got := in.fetch(ctx, in.srcs[i].c, n)
 	if len(got) == 0 {
 		in.emptyAt[i].Store(time.Now().UnixNano())
+	}
+	if len(got) > n {
+		in.spills[i].put(got[n:])
+		got = got[:n]
+		in.ring() // a fetcher waiting for work may take the rest
 	}
 	return got
 }
@@ -421,13 +446,15 @@ func (in *intake) fetch(ctx context.Context, c jetstream.Consumer, n int) []*hea
 	var out []*head
 	now := time.Now()
 	for msg := range batch.Messages() {
-		h := &head{msg: msg, fetchedAt: now, lastKeep: now}
-		if err := events.Decode(msg.Data(), &h.task); err != nil {
+		ds, err := bus.Dispatches(msg, in.e.conn.JS)
+		if err != nil {
 			in.e.logger.Error("dropping undecodable dispatch", "type", in.p.spec.Name, "err", err)
 			_ = msg.Term()
 			continue
 		}
-		out = append(out, h)
+		for _, d := range ds {
+			out = append(out, &head{msg: d.Msg, task: d.Task, fetchedAt: now, lastKeep: now})
+		}
 	}
 	if err := batch.Error(); err != nil && !errors.Is(err, context.Canceled) {
 		in.e.logger.Debug("fetch ended", "type", in.p.spec.Name, "err", err)
@@ -467,12 +494,8 @@ func (in *intake) pick(queues [][]*head) int {
 // keepAlive tells JetStream that long-held messages are still being
 // worked on, so they are not redelivered elsewhere meanwhile.
 func (in *intake) keepAlive(queues [][]*head) {
+	now := time.Now()
 	for _, q := range queues {
-		for _, h := range q {
-			if time.Since(h.lastKeep) > keepAliveAge {
-				_ = h.msg.InProgress()
-				h.lastKeep = time.Now()
-			}
-		}
+		keepHeadsAlive(q, now)
 	}
 }

@@ -23,7 +23,7 @@ const moveBatch = 500
 // task and routes it to its shard's current owner, and is acknowledged
 // only once that command is stored. Messages held unacknowledged by a
 // client that died come back after ExecAckWait and are moved by a later
-// call. It returns how many it moved.
+// call. It returns how many tasks it moved.
 func MoveToDue(ctx context.Context, js jetstream.JetStream, c jetstream.Consumer, lane contracts.Priority) (int, error) {
 	moved := 0
 	for {
@@ -36,18 +36,20 @@ func MoveToDue(ctx context.Context, js jetstream.JetStream, c jetstream.Consumer
 			dues []Msg
 		)
 		for m := range batch.Messages() {
-			var d events.TaskDispatched
-			if err := events.Decode(m.Data(), &d); err != nil {
-				_ = m.Term() // undecodable: its task is re-driven from MySQL
+			ds, err := Dispatches(m, nil) // moved whole: m itself is answered
+			if err != nil {
+				_ = m.Term() // undecodable: its tasks are re-driven from MySQL
 				continue
 			}
-			data, err := events.Encode(events.TaskDue{TaskID: d.TaskID, Priority: lane, NextRunTimeMs: d.NextRunTimeMs})
-			if err != nil {
-				return moved, fmt.Errorf("encode due command of task %d: %w", d.TaskID, err)
+			for _, d := range ds {
+				data, err := events.Encode(events.TaskDue{TaskID: d.Task.TaskID, Priority: lane, NextRunTimeMs: d.Task.NextRunTimeMs})
+				if err != nil {
+					return moved, fmt.Errorf("encode due command of task %d: %w", d.Task.TaskID, err)
+				}
+				dues = append(dues, Msg{Subject: events.SubjectDue, EventType: events.TypeTaskDue,
+					CorrelationID: strconv.FormatInt(d.Task.TaskID, 10), Data: data, TraceParent: moveSpan(m, d.Task)})
 			}
 			msgs = append(msgs, m)
-			dues = append(dues, Msg{Subject: events.SubjectDue, EventType: events.TypeTaskDue,
-				CorrelationID: strconv.FormatInt(d.TaskID, 10), Data: data, TraceParent: moveSpan(m, d)})
 		}
 		if err := batch.Error(); err != nil && !errors.Is(err, context.Canceled) && len(msgs) == 0 {
 			return moved, fmt.Errorf("fetch to move: %w", err)
@@ -64,7 +66,7 @@ func MoveToDue(ctx context.Context, js jetstream.JetStream, c jetstream.Consumer
 		for _, m := range msgs {
 			_ = m.Ack()
 		}
-		moved += len(msgs)
+		moved += len(dues)
 	}
 }
 

@@ -10,6 +10,10 @@
 //     subject, which every executor of the type also drains;
 //   - carrying the task's attempt and due time, never its payload, so only
 //     the executor's claim fenced on that attempt and due time can start it;
+//   - with the other tasks of the same send bound for its subject, in one
+//     message of up to MaxBatch (events.TaskDispatches): the executor
+//     claims each on its own and acknowledges the message once all have
+//     their verdicts (bus.Dispatches);
 //   - marked dispatched in Redis (one pipeline per batch, no MySQL row
 //     touched), so the timer's reconciler leaves it alone while it queues.
 //
@@ -37,6 +41,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strconv"
 	"time"
 
@@ -158,10 +163,17 @@ func (s *Sender) Ready(ctx context.Context, refs []events.TaskRef) []Task {
 // Messages appends the tasks' dispatches, on their owners' subjects, to
 // msgs. A task of a type in rollout that Place did not route goes to the
 // dispatcher as a due command: only it reads the key and pinned version
-// the choice needs, so direct dispatch steps aside for such types.
+// the choice needs, so direct dispatch steps aside for such types. Tasks
+// bound for one subject go together, up to MaxBatch a message
+// (events.TaskDispatches), except a task with a trace context, which keeps
+// a message of its own (its dispatch span's context rides in the header).
 func (s *Sender) Messages(ctx context.Context, msgs []bus.Msg, tasks []Task) ([]bus.Msg, error) {
 	table := s.router.Table()
 	canaries := s.canaries()
+	var (
+		groups  map[string][]events.TaskDispatched
+		subject []string // in the order first seen
+	)
 	for i := range tasks {
 		task := &tasks[i].Dispatch
 		if tasks[i].placed == "" && canaries.of(ctx, task.Type) != nil {
@@ -173,10 +185,6 @@ func (s *Sender) Messages(ctx context.Context, msgs []bus.Msg, tasks []Task) ([]
 				CorrelationID: strconv.FormatInt(task.TaskID, 10), Data: data, TraceParent: tasks[i].TraceParent})
 			continue
 		}
-		data, err := events.Encode(task)
-		if err != nil {
-			return nil, fmt.Errorf("encode dispatch of task %d: %w", task.TaskID, err)
-		}
 		token := tasks[i].placed
 		if token == "" {
 			token = events.SharedToken
@@ -184,11 +192,61 @@ func (s *Sender) Messages(ctx context.Context, msgs []bus.Msg, tasks []Task) ([]
 				token = events.NodeToken(owner)
 			}
 		}
-		msgs = append(msgs, bus.Msg{Subject: events.ExecSubject(task.Type, tasks[i].Lane, token), EventType: events.TypeTaskDispatched,
-			CorrelationID: strconv.FormatInt(task.TaskID, 10), Data: data,
-			TraceParent: dispatchSpan(tasks[i], token)})
+		subj := events.ExecSubject(task.Type, tasks[i].Lane, token)
+		if tp := dispatchSpan(tasks[i], token); tp != "" {
+			var err error
+			if msgs, err = appendDispatch(msgs, subj, *task, tp); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		if groups == nil {
+			groups = make(map[string][]events.TaskDispatched)
+		}
+		if _, ok := groups[subj]; !ok {
+			subject = append(subject, subj)
+		}
+		groups[subj] = append(groups[subj], *task)
+	}
+	for _, subj := range subject {
+		for batch := range slices.Chunk(groups[subj], MaxBatch) {
+			var err error
+			if len(batch) == 1 {
+				msgs, err = appendDispatch(msgs, subj, batch[0], "")
+			} else {
+				msgs, err = appendDispatches(msgs, subj, batch)
+			}
+			if err != nil {
+				return nil, err
+			}
+		}
 	}
 	return msgs, nil
+}
+
+// MaxBatch bounds the tasks of one dispatch message: what an executor's
+// feed holds at its smallest, so one message never waits for more room
+// than the feed has.
+const MaxBatch = 16
+
+// appendDispatch appends the message of one task's dispatch.
+func appendDispatch(msgs []bus.Msg, subject string, task events.TaskDispatched, traceParent string) ([]bus.Msg, error) {
+	data, err := events.Encode(task)
+	if err != nil {
+		return nil, fmt.Errorf("encode dispatch of task %d: %w", task.TaskID, err)
+	}
+	return append(msgs, bus.Msg{Subject: subject, EventType: events.TypeTaskDispatched,
+		CorrelationID: strconv.FormatInt(task.TaskID, 10), Data: data, TraceParent: traceParent}), nil
+}
+
+// appendDispatches appends one message carrying the dispatches of tasks,
+// all bound for subject.
+func appendDispatches(msgs []bus.Msg, subject string, tasks []events.TaskDispatched) ([]bus.Msg, error) {
+	data, err := events.Encode(events.TaskDispatches{Tasks: tasks})
+	if err != nil {
+		return nil, fmt.Errorf("encode dispatches of %d tasks: %w", len(tasks), err)
+	}
+	return append(msgs, bus.Msg{Subject: subject, EventType: events.TypeTaskDispatches, Data: data}), nil
 }
 
 // Sent counts published dispatches and marks their tasks dispatched in
@@ -224,7 +282,7 @@ func (s *Sender) Send(ctx context.Context, conn *bus.Conn, tasks []Task) error {
 		return err
 	}
 	if err := conn.Publish(ctx, msgs); err != nil {
-		return fmt.Errorf("dispatch %d task(s): %w", len(msgs), err)
+		return fmt.Errorf("dispatch %d task(s): %w", len(tasks), err)
 	}
 	s.Sent(ctx, tasks)
 	return nil

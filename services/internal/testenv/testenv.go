@@ -437,6 +437,31 @@ func Must(t testing.TB, err error, format string, args ...any) {
 	}
 }
 
+// DrainDispatches takes every message on AX_WORK's subjects matching
+// filter, as DrainWork does, and returns the dispatches they carry, one per
+// task (a message may carry several: events.TaskDispatches), with the
+// subject each came on.
+func DrainDispatches(t testing.TB, conn *bus.Conn, filter string) []SubjectDispatch {
+	t.Helper()
+	var out []SubjectDispatch
+	for _, m := range DrainWork(t, conn, filter) {
+		ds, err := bus.Dispatches(m, nil)
+		if err != nil {
+			t.Fatalf("decode dispatch on %s: %v", m.Subject(), err)
+		}
+		for _, d := range ds {
+			out = append(out, SubjectDispatch{Subject: m.Subject(), Task: d.Task})
+		}
+	}
+	return out
+}
+
+// SubjectDispatch is one task's dispatch and the subject it came on.
+type SubjectDispatch struct {
+	Subject string
+	Task    events.TaskDispatched
+}
+
 // DrainWork takes every message on AX_WORK's subjects matching filter
 // (through a durable consumer of its own per filter), acknowledging each,
 // until a fetch finds nothing for 300 ms.
