@@ -85,6 +85,9 @@ type Task struct {
 	Key    string
 	Pinned string
 	placed string // the node token Place chose
+	// opens marks the first task of each executor message Messages built,
+	// so Sent counts the messages (metrics.DispatchMessages).
+	opens bool
 	// TraceParent is the trace context the task arrived with (tracing):
 	// its dispatch span is a child of it, and the executor's run a child
 	// of that.
@@ -171,9 +174,12 @@ func (s *Sender) Messages(ctx context.Context, msgs []bus.Msg, tasks []Task) ([]
 	table := s.router.Table()
 	canaries := s.canaries()
 	var (
-		groups  map[string][]events.TaskDispatched
-		subject []string // in the order first seen
+		groups  map[string][]int // indexes into tasks
+		subject []string         // in the order first seen
 	)
+	for i := range tasks {
+		tasks[i].opens = false
+	}
 	for i := range tasks {
 		task := &tasks[i].Dispatch
 		if tasks[i].placed == "" && canaries.of(ctx, task.Type) != nil {
@@ -198,27 +204,29 @@ func (s *Sender) Messages(ctx context.Context, msgs []bus.Msg, tasks []Task) ([]
 			if msgs, err = appendDispatch(msgs, subj, *task, tp); err != nil {
 				return nil, err
 			}
+			tasks[i].opens = true
 			continue
 		}
 		if groups == nil {
-			groups = make(map[string][]events.TaskDispatched)
+			groups = make(map[string][]int)
 		}
 		if _, ok := groups[subj]; !ok {
 			subject = append(subject, subj)
 		}
-		groups[subj] = append(groups[subj], *task)
+		groups[subj] = append(groups[subj], i)
 	}
 	for _, subj := range subject {
 		for batch := range slices.Chunk(groups[subj], MaxBatch) {
 			var err error
 			if len(batch) == 1 {
-				msgs, err = appendDispatch(msgs, subj, batch[0], "")
+				msgs, err = appendDispatch(msgs, subj, tasks[batch[0]].Dispatch, "")
 			} else {
-				msgs, err = appendDispatches(msgs, subj, batch)
+				msgs, err = appendDispatches(msgs, subj, tasks, batch)
 			}
 			if err != nil {
 				return nil, err
 			}
+			tasks[batch[0]].opens = true
 		}
 	}
 	return msgs, nil
@@ -239,12 +247,16 @@ func appendDispatch(msgs []bus.Msg, subject string, task events.TaskDispatched, 
 		CorrelationID: strconv.FormatInt(task.TaskID, 10), Data: data, TraceParent: traceParent}), nil
 }
 
-// appendDispatches appends one message carrying the dispatches of tasks,
-// all bound for subject.
-func appendDispatches(msgs []bus.Msg, subject string, tasks []events.TaskDispatched) ([]bus.Msg, error) {
-	data, err := events.Encode(events.TaskDispatches{Tasks: tasks})
+// appendDispatches appends one message carrying the dispatches of
+// tasks[batch], all bound for subject.
+func appendDispatches(msgs []bus.Msg, subject string, tasks []Task, batch []int) ([]bus.Msg, error) {
+	b := events.TaskDispatches{Tasks: make([]events.TaskDispatched, len(batch))}
+	for k, i := range batch {
+		b.Tasks[k] = tasks[i].Dispatch
+	}
+	data, err := events.Encode(b)
 	if err != nil {
-		return nil, fmt.Errorf("encode dispatches of %d tasks: %w", len(tasks), err)
+		return nil, fmt.Errorf("encode dispatches of %d tasks: %w", len(batch), err)
 	}
 	return append(msgs, bus.Msg{Subject: subject, EventType: events.TypeTaskDispatches, Data: data}), nil
 }
@@ -259,6 +271,9 @@ func (s *Sender) Sent(ctx context.Context, tasks []Task) {
 	now := float64(s.clock.Now().UnixMilli())
 	marks := make([]redis.Z, len(tasks))
 	for i := range tasks {
+		if tasks[i].opens {
+			metrics.DispatchMessages.Inc()
+		}
 		task := &tasks[i].Dispatch
 		metrics.DispatchedOf.With(task.Type).Inc()
 		if task.Load {

@@ -5,12 +5,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
 
 	"github.com/axsched/ax/contracts"
 	"github.com/axsched/ax/events"
 	"github.com/axsched/ax/services/internal/clock"
 	"github.com/axsched/ax/services/internal/dispatch"
+	"github.com/axsched/ax/services/internal/metrics"
 	"github.com/axsched/ax/services/internal/testenv"
 )
 
@@ -44,6 +46,10 @@ func TestDispatchesForOneSubjectShareMessages(t *testing.T) {
 
 	msgs, err := send.Messages(ctx, nil, tasks)
 	require.NoError(t, err)
+	before := testutil.ToFloat64(metrics.DispatchMessages)
+	send.Sent(ctx, tasks)
+	require.Equal(t, float64(len(msgs)), testutil.ToFloat64(metrics.DispatchMessages)-before,
+		"every message counted once, as sent")
 
 	normal := events.ExecSubject("a.type", contracts.PriorityNormal, events.SharedToken)
 	type got struct {

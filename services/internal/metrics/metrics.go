@@ -195,6 +195,12 @@ var (
 	ExecutorQueueLength = promauto.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "ax_executor_queue_length", Help: "Task messages waiting for this executor, by type: its own subjects' unclaimed ones plus the shared subjects' pending (sampled every heartbeat).",
 	}, []string{"type"})
+	// DispatchMessages counts the messages that carried dispatches to
+	// executor subjects: the tasks of one send bound for one subject share
+	// one (Dispatched counts the tasks).
+	DispatchMessages = promauto.NewCounter(prometheus.CounterOpts{
+		Name: "ax_dispatch_messages_total", Help: "Messages published to executor subjects; the tasks of one send bound for one subject share one (ax_dispatcher_dispatched_total counts the tasks).",
+	})
 	// PullRenewals counts pull requests a consumer renewed because it
 	// heard nothing, not even an idle heartbeat, for two heartbeat
 	// intervals: a pull the client library counted open that the server
