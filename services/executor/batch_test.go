@@ -12,7 +12,6 @@ import (
 	"github.com/axsched/ax/events"
 	"github.com/axsched/ax/services/internal/bus"
 	"github.com/axsched/ax/services/internal/membership"
-	"github.com/axsched/ax/services/internal/store"
 	"github.com/axsched/ax/services/internal/testenv"
 )
 
@@ -21,24 +20,15 @@ import (
 // relay dispatching a pass's tasks would.
 func (g *faultRig) sendBatch(t *testing.T, ids ...int64) {
 	t.Helper()
-	ctx := context.Background()
-	now := time.Now().UnixMilli()
 	var b events.TaskDispatches
 	for _, id := range ids {
-		_, _, err := g.st.CreateTask(ctx, store.NewTask{ID: id, Type: g.typ, Priority: contracts.PriorityNormal,
-			Status: contracts.StatusReady, NextRunTimeMs: now, MaxRetries: 3, TimeoutMs: g.typTO.Milliseconds(),
-			Reason: "test", Route: events.RouteDispatched})
-		require.NoError(t, err)
+		now := g.ready(t, id)
 		b.Tasks = append(b.Tasks, events.TaskDispatched{TaskID: id, Type: g.typ, NextRunTimeMs: now, Load: true})
 	}
 	data, err := events.Encode(b)
 	require.NoError(t, err)
-	pub, err := bus.Connect(ctx, g.url, "test-dispatcher")
-	require.NoError(t, err)
-	defer pub.Close()
-	require.NoError(t, bus.PublishBatch(ctx, pub.JS, []bus.Msg{{
-		Subject:   events.ExecSubject(g.typ, contracts.PriorityNormal, events.SharedToken),
-		EventType: events.TypeTaskDispatches, Data: data}}))
+	g.publishMsgs(t, bus.Msg{Subject: events.ExecSubject(g.typ, contracts.PriorityNormal, events.SharedToken),
+		EventType: events.TypeTaskDispatches, Data: data})
 }
 
 // runCounter is a handler that counts the runs of each task.

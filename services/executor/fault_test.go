@@ -106,20 +106,33 @@ func (g *faultRig) executor(t *testing.T, node string, cfg Config, h Handler, ho
 // shared normal lane, as a dispatcher would.
 func (g *faultRig) dispatch(t *testing.T, id int64) {
 	t.Helper()
-	ctx := context.Background()
+	now := g.ready(t, id)
+	data, err := events.Encode(events.TaskDispatched{TaskID: id, Type: g.typ, NextRunTimeMs: now, Load: true})
+	require.NoError(t, err)
+	g.publishMsgs(t, bus.Msg{Subject: events.ExecSubject(g.typ, contracts.PriorityNormal, events.SharedToken),
+		EventType: events.TypeTaskDispatched, CorrelationID: strconv.FormatInt(id, 10), Data: data})
+}
+
+// ready stores READY task id, due now, and returns its due time.
+func (g *faultRig) ready(t *testing.T, id int64) int64 {
+	t.Helper()
 	now := time.Now().UnixMilli()
-	_, _, err := g.st.CreateTask(ctx, store.NewTask{ID: id, Type: g.typ, Priority: contracts.PriorityNormal,
+	_, _, err := g.st.CreateTask(context.Background(), store.NewTask{ID: id, Type: g.typ, Priority: contracts.PriorityNormal,
 		Status: contracts.StatusReady, NextRunTimeMs: now, MaxRetries: 3, TimeoutMs: g.typTO.Milliseconds(),
 		Reason: "test", Route: events.RouteDispatched})
 	require.NoError(t, err)
-	data, err := events.Encode(events.TaskDispatched{TaskID: id, Type: g.typ, NextRunTimeMs: now, Load: true})
-	require.NoError(t, err)
+	return now
+}
+
+// publishMsgs publishes msgs over a connection of its own, as a
+// dispatcher in another process would.
+func (g *faultRig) publishMsgs(t *testing.T, msgs ...bus.Msg) {
+	t.Helper()
+	ctx := context.Background()
 	pub, err := bus.Connect(ctx, g.url, "test-dispatcher")
 	require.NoError(t, err)
 	defer pub.Close()
-	require.NoError(t, bus.PublishBatch(ctx, pub.JS, []bus.Msg{{
-		Subject:   events.ExecSubject(g.typ, contracts.PriorityNormal, events.SharedToken),
-		EventType: events.TypeTaskDispatched, CorrelationID: strconv.FormatInt(id, 10), Data: data}}))
+	require.NoError(t, bus.PublishBatch(ctx, pub.JS, msgs))
 }
 
 // history returns task id's states in order, joined by ">".

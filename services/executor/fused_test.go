@@ -391,12 +391,8 @@ func (g *faultRig) send(t *testing.T, id int64, subject string) {
 // publish sends the encoded dispatch data of task id on subject.
 func (g *faultRig) publish(t *testing.T, id int64, subject string, data []byte) {
 	t.Helper()
-	ctx := context.Background()
-	pub, err := bus.Connect(ctx, g.url, "test-dispatcher")
-	require.NoError(t, err)
-	defer pub.Close()
-	require.NoError(t, bus.PublishBatch(ctx, pub.JS, []bus.Msg{{Subject: subject,
-		EventType: events.TypeTaskDispatched, CorrelationID: strconv.FormatInt(id, 10), Data: data}}))
+	g.publishMsgs(t, bus.Msg{Subject: subject,
+		EventType: events.TypeTaskDispatched, CorrelationID: strconv.FormatInt(id, 10), Data: data})
 }
 
 // A fused run's dispatch is acknowledged only once its outcome commits.

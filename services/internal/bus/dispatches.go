@@ -66,6 +66,17 @@ func Dispatches(m jetstream.Msg, js jetstream.JetStream) ([]Dispatch, error) {
 	return out, nil
 }
 
+// DispatchMsg is the message of one task's dispatch on subject, carrying
+// traceParent (if any) in its header.
+func DispatchMsg(subject string, task events.TaskDispatched, traceParent string) (Msg, error) {
+	data, err := events.Encode(task)
+	if err != nil {
+		return Msg{}, fmt.Errorf("encode dispatch of task %d: %w", task.TaskID, err)
+	}
+	return Msg{Subject: subject, EventType: events.TypeTaskDispatched,
+		CorrelationID: strconv.FormatInt(task.TaskID, 10), Data: data, TraceParent: traceParent}, nil
+}
+
 // keepEvery bounds how often the parts of one batch forward InProgress.
 const keepEvery = time.Second
 
@@ -104,11 +115,10 @@ func (p *partMsg) Nak() error {
 	if done {
 		return nil
 	}
-	data, err := events.Encode(p.task)
+	m, err := DispatchMsg(p.Subject(), p.task, "")
 	if err == nil {
 		ctx, cancel := context.WithTimeout(context.Background(), republishWait)
-		err = PublishBatch(ctx, p.js, []Msg{{Subject: p.Subject(), EventType: events.TypeTaskDispatched,
-			CorrelationID: strconv.FormatInt(p.task.TaskID, 10), Data: data}})
+		err = PublishBatch(ctx, p.js, []Msg{m})
 		cancel()
 	}
 	if err != nil {

@@ -239,12 +239,11 @@ const MaxBatch = 16
 
 // appendDispatch appends the message of one task's dispatch.
 func appendDispatch(msgs []bus.Msg, subject string, task events.TaskDispatched, traceParent string) ([]bus.Msg, error) {
-	data, err := events.Encode(task)
+	m, err := bus.DispatchMsg(subject, task, traceParent)
 	if err != nil {
-		return nil, fmt.Errorf("encode dispatch of task %d: %w", task.TaskID, err)
+		return nil, err
 	}
-	return append(msgs, bus.Msg{Subject: subject, EventType: events.TypeTaskDispatched,
-		CorrelationID: strconv.FormatInt(task.TaskID, 10), Data: data, TraceParent: traceParent}), nil
+	return append(msgs, m), nil
 }
 
 // appendDispatches appends one message carrying the dispatches of
