@@ -5,8 +5,11 @@
 // Two streams exist:
 //
 //   - AX_EVENTS (limits retention) holds one TaskTransferred event per row of
-//     task_history, published from that row by the relay with the event ID as
-//     Nats-Msg-Id so that a relay retry never stores an event twice. The
+//     task_history, published from that row by the relay; the transfers of
+//     one relay pass on one subject travel together in one TaskTransfers
+//     message (read either kind with ReadTransfers). The Nats-Msg-Id (the
+//     event ID, or what names a TaskTransfers' transfers) makes JetStream
+//     drop a message the relay publishes again. The
 //     timer indexes READY events (ax.events.task.ready) by due time; those of
 //     tasks due at once (Route other than the timer) go on
 //     ax.events.task.ready.now instead, and their tasks are dispatched by

@@ -12,8 +12,11 @@ import (
 // Event type names, versioned so a consumer can refuse what it cannot read.
 const (
 	TypeTaskTransferred = "task.transferred.v1"
-	TypeTaskDue         = "task.due.v1"
-	TypeTaskDispatched  = "task.dispatched.v1"
+	// TypeTaskTransfers is a TaskTransfers: several transfers of one
+	// subject in one message.
+	TypeTaskTransfers  = "task.transfers.v1"
+	TypeTaskDue        = "task.due.v1"
+	TypeTaskDispatched = "task.dispatched.v1"
 	// TypeTaskDispatches is a TaskDispatches: several dispatches for one
 	// executor subject in one message.
 	TypeTaskDispatches  = "task.dispatches.v1"
@@ -66,6 +69,38 @@ type TaskTransferred struct {
 	// Route says, for a READY event, which service takes the task on from
 	// here; empty (the timer) for every other state.
 	Route Route `json:"route,omitempty"`
+}
+
+// TaskTransfers carries several TaskTransferred events of one subject in
+// one message, oldest first, each as it would travel alone (with its own
+// event_id). The relay publishes the transfers of a pass this way, up to
+// its --relay-events-per-message (64 by default): one stored message in
+// AX_EVENTS instead of one per transfer was most of what JetStream spent
+// on a task. A transfer with a trace context still travels alone, so its
+// traceparent header is its own. Read either kind with ReadTransfers.
+type TaskTransfers struct {
+	Transfers []TaskTransferred `json:"transfers"`
+}
+
+// ReadTransfers appends to out the transfers of one message of AX_EVENTS:
+// one TaskTransferred, or several when eventType (the message's
+// HeaderEventType) is TypeTaskTransfers. T is TaskTransferred, or TaskRef
+// for a consumer that needs only where the task goes.
+func ReadTransfers[T TaskTransferred | TaskRef](eventType string, data []byte, out []T) ([]T, error) {
+	if eventType != TypeTaskTransfers {
+		var one T
+		if err := Decode(data, &one); err != nil {
+			return out, err
+		}
+		return append(out, one), nil
+	}
+	var many struct {
+		Transfers []T `json:"transfers"`
+	}
+	if err := Decode(data, &many); err != nil {
+		return out, err
+	}
+	return append(out, many.Transfers...), nil
 }
 
 // TaskRef is the part of a TaskTransferred that the scheduling hot path

@@ -219,3 +219,60 @@ func TestCodecMatchesEncodingJSON(t *testing.T) {
 		}
 	}
 }
+
+func TestReadTransfers(t *testing.T) {
+	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	a := events.TaskTransferred{EventID: "01A", TaskID: 1, Type: "t", From: contracts.StatusReady,
+		To: contracts.StatusRunning, Attempt: 1, Reason: "claimed", At: at}
+	b := a
+	b.EventID, b.TaskID, b.From, b.To = "01B", 2, "", contracts.StatusReady
+	b.Route = events.RouteDispatch
+	one, err := events.Encode(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	many, err := events.Encode(events.TaskTransfers{Transfers: []events.TaskTransferred{a, b}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name      string
+		eventType string
+		data      []byte
+		want      []events.TaskTransferred
+		wantErr   bool
+	}{
+		{"one transfer", events.TypeTaskTransferred, one, []events.TaskTransferred{a}, false},
+		{"no type header reads as one", "", one, []events.TaskTransferred{a}, false},
+		{"several in order", events.TypeTaskTransfers, many, []events.TaskTransferred{a, b}, false},
+		{"several read as one is refused", events.TypeTaskTransferred, []byte(`[1]`), nil, true},
+		{"a batch that is not one", events.TypeTaskTransfers, []byte(`{"transfers":{}}`), nil, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			prior := []events.TaskTransferred{{EventID: "kept"}}
+			got, err := events.ReadTransfers(tc.eventType, tc.data, prior)
+			if tc.wantErr {
+				if err == nil || len(got) != 1 {
+					t.Fatalf("want an error and out unchanged, got %v, %d events", err, len(got))
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got, append(prior, tc.want...)) {
+				t.Fatalf("got %+v, want %+v after the one already there", got, tc.want)
+			}
+			refs, err := events.ReadTransfers[events.TaskRef](tc.eventType, tc.data, nil)
+			if err != nil || len(refs) != len(tc.want) {
+				t.Fatalf("as TaskRef: %v, %d refs", err, len(refs))
+			}
+			for i, r := range refs {
+				if r.TaskID != tc.want[i].TaskID || r.To != tc.want[i].To || r.Route != tc.want[i].Route {
+					t.Fatalf("ref %d = %+v, want the fields of %+v", i, r, tc.want[i])
+				}
+			}
+		})
+	}
+}

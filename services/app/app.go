@@ -53,6 +53,10 @@ const (
 	Reaper     Service = "reaper"
 )
 
+// maxEventsPerMessage bounds --relay-events-per-message: a thousand
+// transfers are ~330 KB, a third of JetStream's default message limit.
+const maxEventsPerMessage = 1000
+
 // AllServices lists the services in start order.
 var AllServices = []Service{Submitter, Timer, Dispatcher, Executor, Reaper}
 
@@ -167,6 +171,9 @@ func (c *Config) Validate(services []Service) error {
 	}
 	if c.Relay.NoGapTracking && c.Relay.Settle <= 0 {
 		return fmt.Errorf("relay settle window %s: must be positive when gap tracking is off", c.Relay.Settle)
+	}
+	if n := c.Relay.EventsPerMessage; n < 0 || n > maxEventsPerMessage { // 0: the default
+		return fmt.Errorf("relay events per message %d is outside 1..%d (1: every transfer in a message of its own)", n, maxEventsPerMessage)
 	}
 	if err := c.HTTP.Validate(); err != nil {
 		return err

@@ -17,7 +17,6 @@ import (
 
 	"github.com/axsched/ax/contracts"
 	"github.com/axsched/ax/contracts/client"
-	"github.com/axsched/ax/events"
 	"github.com/axsched/ax/services/app"
 	"github.com/axsched/ax/services/demo"
 	"github.com/axsched/ax/services/internal/bus"
@@ -178,16 +177,14 @@ func (s *system) historyRows(t *testing.T) int {
 	return n
 }
 
-func streamMsgs(t *testing.T, url string) uint64 {
+// streamEvents counts the events on AX_EVENTS, travelling alone or
+// together.
+func streamEvents(t *testing.T, url string) int {
 	t.Helper()
 	conn, err := bus.Connect(context.Background(), url, "e2e-check")
 	require.NoError(t, err)
 	defer conn.Close()
-	s, err := conn.JS.Stream(context.Background(), events.StreamEvents)
-	require.NoError(t, err)
-	info, err := s.Info(context.Background())
-	require.NoError(t, err)
-	return info.State.Msgs
+	return testenv.StreamEventCount(t, conn.JS)
 }
 
 func submitMany(t *testing.T, api *client.Client, n, workers int, req contracts.SubmitRequest) []string {
@@ -257,7 +254,7 @@ func TestEndToEndThousandNoopTasks(t *testing.T) {
 	want := sys.historyRows(t)
 	require.Equal(t, 3*n, want)
 	testenv.Eventually(t, 30*time.Second, "one event per history row", func() bool {
-		return streamMsgs(t, sys.natsURL) == uint64(want)
+		return streamEvents(t, sys.natsURL) == want
 	})
 
 	// The API agrees with the database.
@@ -288,7 +285,7 @@ func TestEndToEndWithoutGapTracking(t *testing.T) {
 	want := sys.historyRows(t)
 	require.Equal(t, 3*n, want)
 	testenv.Eventually(t, 30*time.Second, "one event per history row", func() bool {
-		return streamMsgs(t, sys.natsURL) == uint64(want)
+		return streamEvents(t, sys.natsURL) == want
 	})
 }
 

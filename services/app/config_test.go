@@ -57,3 +57,17 @@ func TestConfigValidateRelaySettle(t *testing.T) {
 		}
 	}
 }
+
+func TestConfigValidateRelayEventsPerMessage(t *testing.T) {
+	for _, tc := range []struct {
+		n  int
+		ok bool
+	}{{0, true}, {1, true}, {64, true}, {1000, true}, {1001, false}, {-1, false}} {
+		c := app.Config{MySQLDSN: "root@tcp(127.0.0.1:3306)/ax", RedisAddr: "127.0.0.1:6379", NATSURL: "nats://127.0.0.1:4222",
+			HTTPAddr: "127.0.0.1:0", Node: "n"}
+		c.Relay.EventsPerMessage = tc.n
+		if err := c.Validate([]app.Service{app.Submitter}); (err == nil) != tc.ok {
+			t.Errorf("events per message %d: err = %v, want ok = %v", tc.n, err, tc.ok)
+		}
+	}
+}

@@ -52,7 +52,7 @@ func TestServicesRunAsDMLOnlyUser(t *testing.T) {
 
 	want := sys.historyRows(t)
 	testenv.Eventually(t, 30*time.Second, "one event per history row", func() bool {
-		return streamMsgs(t, sys.natsURL) == uint64(want)
+		return streamEvents(t, sys.natsURL) == want
 	})
 }
 

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
@@ -250,14 +251,17 @@ func TestCancellationEventStopsAHandlerInsideTheWindow(t *testing.T) {
 	g.dispatch(t, 1)
 	awaitStart(t, started)
 	g.cancelReady(t, 1)
-	// What the relay publishes for the cancellation (no relay runs here).
-	data, err := events.Encode(events.TaskTransferred{TaskID: 1, Type: g.typ, From: contracts.StatusReady,
-		To: contracts.StatusCancelled, Attempt: 0})
+	// What the relay publishes for the cancellation (no relay runs here),
+	// travelling with another task's.
+	data, err := events.Encode(events.TaskTransfers{Transfers: []events.TaskTransferred{
+		{TaskID: 99, Type: g.typ, From: contracts.StatusReady, To: contracts.StatusCancelled},
+		{TaskID: 1, Type: g.typ, From: contracts.StatusReady, To: contracts.StatusCancelled, Attempt: 0}}})
 	require.NoError(t, err)
 	pub, err := bus.Connect(ctx, g.url, "test-relay")
 	require.NoError(t, err)
 	defer pub.Close()
-	require.NoError(t, pub.NC.Publish(events.TaskEventSubject(contracts.StatusCancelled), data))
+	require.NoError(t, pub.NC.PublishMsg(&nats.Msg{Subject: events.TaskEventSubject(contracts.StatusCancelled), Data: data,
+		Header: nats.Header{events.HeaderEventType: []string{events.TypeTaskTransfers}}}))
 	select {
 	case err := <-cause:
 		require.ErrorIs(t, err, errCancelled)

@@ -225,13 +225,15 @@ func (e *Executor) cancelledRun(ev events.TaskTransferred) *run {
 // a fused run not yet claimed, by its claim's refusal.
 func (e *Executor) watchCancellations() (func(), error) {
 	sub, err := e.conn.NC.Subscribe(events.TaskEventSubject(contracts.StatusCancelled), func(m *nats.Msg) {
-		var ev events.TaskTransferred
-		if events.Decode(m.Data, &ev) != nil {
+		evs, err := events.ReadTransfers[events.TaskTransferred](m.Header.Get(events.HeaderEventType), m.Data, nil)
+		if err != nil {
 			return
 		}
-		if r := e.cancelledRun(ev); r != nil {
-			e.logger.Info("task cancelled; cancelling handler", "task_id", ev.TaskID, "attempt", r.task.Attempt)
-			r.cancel(errCancelled)
+		for _, ev := range evs {
+			if r := e.cancelledRun(ev); r != nil {
+				e.logger.Info("task cancelled; cancelling handler", "task_id", ev.TaskID, "attempt", r.task.Attempt)
+				r.cancel(errCancelled)
+			}
 		}
 	})
 	if err != nil {

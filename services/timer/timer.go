@@ -214,34 +214,37 @@ const statementTimeout = 10 * time.Second
 func (t *Timer) Ready() <-chan struct{} { return t.ready.Ready() }
 
 // handleReady indexes the tasks of READY and RETRYING events in one
-// pipeline; undecodable events are dropped (the reconciler finds their
+// pipeline, however many a message carries (events.ReadTransfers);
+// undecodable events are dropped (the reconciler finds their
 // tasks in MySQL). READY events of tasks due at once travel on
 // events.SubjectReadyNow, which the timer does not consume; a relay of an
 // older version still publishes them on this subject, and they are passed
 // over by their route.
 func (t *Timer) handleReady(ctx context.Context, msgs []jetstream.Msg) error {
 	refs := make([]store.DueRef, 0, len(msgs))
+	var evs []events.TaskRef
 	for _, m := range msgs {
-		var ev events.TaskRef
-		if err := events.Decode(m.Data(), &ev); err != nil {
+		h := m.Headers()
+		var err error
+		if evs, err = events.ReadTransfers(h.Get(events.HeaderEventType), m.Data(), evs[:0]); err != nil {
 			t.logger.Error("dropping undecodable READY event", "subject", m.Subject(), "err", err)
 			continue
 		}
-		if ev.To != contracts.StatusReady && ev.To != contracts.StatusRetrying {
-			continue
+		for _, ev := range evs {
+			if ev.To != contracts.StatusReady && ev.To != contracts.StatusRetrying {
+				continue
+			}
+			if ev.To == contracts.StatusReady && ev.Route != events.RouteTimer {
+				// Due at once, from an older relay (the relay dispatched it
+				// with this event, or its writer had).
+				metrics.TimerSkipped.Inc()
+				continue
+			}
+			// A transfer with a trace context travels alone, so the
+			// message's header is its own.
+			refs = append(refs, store.DueRef{ID: ev.TaskID, Priority: ev.Priority, NextRunTimeMs: ev.NextRunTimeMs,
+				Type: ev.Type, Attempt: ev.Attempt, Status: ev.To, TraceParent: h.Get(events.HeaderTraceParent)})
 		}
-		if ev.To == contracts.StatusReady && ev.Route != events.RouteTimer {
-			// Due at once, from an older relay (the relay dispatched it with
-			// this event, or its writer had).
-			metrics.TimerSkipped.Inc()
-			continue
-		}
-		ref := store.DueRef{ID: ev.TaskID, Priority: ev.Priority, NextRunTimeMs: ev.NextRunTimeMs,
-			Type: ev.Type, Attempt: ev.Attempt, Status: ev.To}
-		if h := m.Headers(); h != nil {
-			ref.TraceParent = h.Get(events.HeaderTraceParent)
-		}
-		refs = append(refs, ref)
 	}
 	if err := t.Index(ctx, refs); err != nil {
 		return err

@@ -3,10 +3,12 @@ package timer
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strconv"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
@@ -124,38 +126,61 @@ func BenchmarkPop(b *testing.B) {
 
 // TestReadyEventsAreIndexedByRoute feeds real READY and RETRYING events,
 // all on the timer's subjects as a relay of an older version published
-// them, through the timer's handler: only those routed to the timer (and
-// every RETRYING one) reach the lanes.
+// them, through the timer's handler, each alone and the READY ones
+// travelling together (events.TaskTransfers): only those routed to the
+// timer (and every RETRYING one) reach the lanes.
 func TestReadyEventsAreIndexedByRoute(t *testing.T) {
-	tm, _ := newTimer(t)
-	ctx := context.Background()
-	due := time.Now().Add(time.Hour).UnixMilli()
-	evs := []events.TaskTransferred{
-		{TaskID: 1, To: contracts.StatusReady, Route: events.RouteTimer},
-		{TaskID: 2, To: contracts.StatusReady, Route: events.RouteDispatch},
-		{TaskID: 3, To: contracts.StatusReady, Route: events.RouteDispatched},
-		{TaskID: 4, To: contracts.StatusRetrying},
+	for _, together := range []bool{false, true} {
+		t.Run(fmt.Sprintf("together=%v", together), func(t *testing.T) {
+			tm, _ := newTimer(t)
+			ctx := context.Background()
+			due := time.Now().Add(time.Hour).UnixMilli()
+			evs := []events.TaskTransferred{
+				{TaskID: 1, To: contracts.StatusReady, Route: events.RouteTimer},
+				{TaskID: 2, To: contracts.StatusReady, Route: events.RouteDispatch},
+				{TaskID: 3, To: contracts.StatusReady, Route: events.RouteDispatched},
+				{TaskID: 4, To: contracts.StatusRetrying},
+			}
+			for i := range evs {
+				ev := &evs[i]
+				ev.EventID, ev.Type, ev.Priority, ev.NextRunTimeMs = "e"+strconv.FormatInt(ev.TaskID, 10), "ax.noop", contracts.PriorityNormal, due
+			}
+			var sent [][]events.TaskTransferred
+			if together {
+				sent = [][]events.TaskTransferred{evs[:3], evs[3:]}
+			} else {
+				for _, ev := range evs {
+					sent = append(sent, []events.TaskTransferred{ev})
+				}
+			}
+			for _, group := range sent {
+				m := &nats.Msg{Subject: events.TaskEventSubject(group[0].To), Header: nats.Header{}}
+				var err error
+				if len(group) == 1 {
+					m.Data, err = json.Marshal(group[0])
+				} else {
+					m.Data, err = json.Marshal(events.TaskTransfers{Transfers: group})
+					m.Header.Set(events.HeaderEventType, events.TypeTaskTransfers)
+				}
+				require.NoError(t, err)
+				_, err = tm.conn.JS.PublishMsg(ctx, m)
+				require.NoError(t, err)
+			}
+			c, err := tm.conn.JS.OrderedConsumer(ctx, events.StreamEvents, jetstream.OrderedConsumerConfig{})
+			require.NoError(t, err)
+			batch, err := c.Fetch(len(sent), jetstream.FetchMaxWait(2*time.Second))
+			require.NoError(t, err)
+			var msgs []jetstream.Msg
+			for m := range batch.Messages() {
+				msgs = append(msgs, m)
+			}
+			require.Len(t, msgs, len(sent))
+			require.NoError(t, tm.handleReady(ctx, msgs))
+			members, err := tm.rdb.ZRange(ctx, tm.keys.Lane(contracts.PriorityNormal), 0, -1).Result()
+			require.NoError(t, err)
+			require.ElementsMatch(t, []string{"1:0:ready:ax.noop", "4:0:retrying:ax.noop"}, members)
+		})
 	}
-	for _, ev := range evs {
-		ev.EventID, ev.Type, ev.Priority, ev.NextRunTimeMs = "e"+strconv.FormatInt(ev.TaskID, 10), "ax.noop", contracts.PriorityNormal, due
-		data, err := json.Marshal(ev)
-		require.NoError(t, err)
-		_, err = tm.conn.JS.Publish(ctx, events.TaskEventSubject(ev.To), data)
-		require.NoError(t, err)
-	}
-	c, err := tm.conn.JS.OrderedConsumer(ctx, events.StreamEvents, jetstream.OrderedConsumerConfig{})
-	require.NoError(t, err)
-	batch, err := c.Fetch(len(evs), jetstream.FetchMaxWait(2*time.Second))
-	require.NoError(t, err)
-	var msgs []jetstream.Msg
-	for m := range batch.Messages() {
-		msgs = append(msgs, m)
-	}
-	require.Len(t, msgs, len(evs))
-	require.NoError(t, tm.handleReady(ctx, msgs))
-	members, err := tm.rdb.ZRange(ctx, tm.keys.Lane(contracts.PriorityNormal), 0, -1).Result()
-	require.NoError(t, err)
-	require.ElementsMatch(t, []string{"1:0:ready:ax.noop", "4:0:retrying:ax.noop"}, members)
 }
 
 // TestDueCommandsSayWhatTheIndexKnows: a task indexed with its type,

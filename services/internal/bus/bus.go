@@ -187,8 +187,8 @@ func boundedWait(ctx context.Context) (context.Context, context.CancelFunc) {
 
 // natsMsg builds m's message. Its headers' values share one backing array,
 // each a slice of capacity one (a later Add copies rather than overwrite a
-// neighbour), and the map is sized for them: one message per event makes
-// this the relay's busiest allocation site. Header keys are case-sensitive
+// neighbour), and the map is sized for them: a message per event alone or
+// per dispatch made this the relay's busiest allocation site. Header keys are case-sensitive
 // in NATS, so assigning them is what Header.Set does.
 func natsMsg(m Msg) *nats.Msg {
 	fields := [...][2]string{

@@ -14,12 +14,8 @@ import (
 // The relay's lag is measured from when each row was written: rows written
 // 3 s before the relay ran read as 3 s late, one observation per event.
 func TestRelayLagIsMeasuredFromTheRowsWriteTime(t *testing.T) {
-	st, _ := testenv.Store(t)
-	conn := testenv.NATS(t)
+	st, conn := withTasks(t, 10)
 	ctx := context.Background()
-	for range 10 {
-		create(t, st)
-	}
 	_, err := st.DB().ExecContext(ctx, `UPDATE task_history SET created_at = created_at - INTERVAL 3 SECOND`)
 	require.NoError(t, err)
 

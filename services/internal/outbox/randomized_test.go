@@ -259,7 +259,9 @@ func (s *streamSeen) catchUp(t *testing.T) {
 		require.NoError(t, err)
 		n := 0
 		for m := range batch.Messages() {
-			s.ids[m.Headers().Get(events.HeaderMsgID)]++
+			for _, e := range testenv.MsgEvents(t, m) {
+				s.ids[e.ID]++
+			}
 			n++
 		}
 		if n == 0 {

@@ -6,7 +6,9 @@
 // FOR UPDATE SKIP LOCKED, deleted once acknowledged). Either way nothing is
 // published that did not commit, and events published again after a crash
 // are dropped by JetStream as duplicates, because the event ID is the
-// Nats-Msg-Id.
+// Nats-Msg-Id (transfers of one subject travel together, up to
+// Config.EventsPerMessage: see appendEvents for how a message of several is
+// named, and when a transfer can be stored twice).
 //
 // Every process that writes transfers runs a relay; one of them at a time,
 // the holder of a time-bounded lease on the history cursor (a row value on
@@ -95,6 +97,11 @@ type Config struct {
 	// Holder names this relay in the lease; unique per process (default:
 	// HolderName of the host name).
 	Holder string
+	// EventsPerMessage is the most transfers of one subject published in
+	// one message (events.TaskTransfers; default EventsPerMessageDefault);
+	// 1 publishes every transfer alone (events.TaskTransferred), for
+	// consumers that predate TaskTransfers.
+	EventsPerMessage int
 	// Dispatch, when set, dispatches the tasks of READY events due at once
 	// (events.RouteDispatch) with their events; the caller keeps its
 	// routing current (dispatch.Sender.Run). Every process's relay has one
@@ -122,6 +129,10 @@ type Relay struct {
 	renewAt, validUntil time.Time
 	// nextTake is when a standby tries to take the lease again.
 	nextTake time.Time
+	// regrouped is how the transfers of a publish that failed travelled
+	// together (regroup), kept for the next attempt; nil after a publish
+	// of transfers went through.
+	regrouped map[string]int
 	// fault, set only by tests, fails a publish before (fault(false)) or
 	// after (fault(true)) JetStream acknowledged it.
 	fault func(acked bool) error
@@ -131,6 +142,9 @@ type Relay struct {
 func New(cfg Config, st *store.Store, conn *bus.Conn, logger *slog.Logger) *Relay {
 	if cfg.Batch <= 0 {
 		cfg.Batch = BatchDefault
+	}
+	if cfg.EventsPerMessage <= 0 {
+		cfg.EventsPerMessage = EventsPerMessageDefault
 	}
 	if cfg.PollInterval <= 0 {
 		cfg.PollInterval = PollIntervalDefault
@@ -425,12 +439,7 @@ func (r *Relay) publish(ctx context.Context, rows []store.OutboxRow) error {
 			return err
 		}
 	}
-	for _, row := range rows {
-		msgs = append(msgs, bus.Msg{
-			Subject: row.Subject, ID: row.EventID, EventType: row.EventType,
-			CorrelationID: row.CorrelationID, Data: row.Payload, TraceParent: row.TraceParent,
-		})
-	}
+	msgs = appendEvents(msgs, rows, r.cfg.EventsPerMessage, r.regrouped)
 	if r.fault != nil {
 		if err := r.fault(false); err != nil {
 			return err
@@ -439,12 +448,18 @@ func (r *Relay) publish(ctx context.Context, rows []store.OutboxRow) error {
 	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	if err := r.conn.Publish(pctx, msgs); err != nil {
+		// Some messages may be stored: send the same ones next time.
+		r.regrouped = regroup(rows, r.cfg.EventsPerMessage, r.regrouped)
 		return err
 	}
 	if r.fault != nil {
 		if err := r.fault(true); err != nil {
+			r.regrouped = regroup(rows, r.cfg.EventsPerMessage, r.regrouped)
 			return err
 		}
+	}
+	if len(rows) > 0 && rows[0].EventType == events.TypeTaskTransferred {
+		r.regrouped = nil
 	}
 	observeLag(rows, time.Now())
 	if len(tasks) > 0 {

@@ -4,19 +4,18 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/oklog/ulid/v2"
 	"github.com/stretchr/testify/require"
 
 	"github.com/axsched/ax/contracts"
-	"github.com/axsched/ax/events"
 	"github.com/axsched/ax/services/internal/bus"
 	"github.com/axsched/ax/services/internal/outbox"
 	"github.com/axsched/ax/services/internal/store"
@@ -36,52 +35,22 @@ func create(t testing.TB, st *store.Store) {
 	}
 }
 
-// streamHeaders reads every message of AX_EVENTS, in order, and returns
-// their headers.
-func streamHeaders(t *testing.T, js jetstream.JetStream) []nats.Header {
-	t.Helper()
-	ctx := context.Background()
-	s, err := js.Stream(ctx, events.StreamEvents)
-	require.NoError(t, err)
-	info, err := s.Info(ctx)
-	require.NoError(t, err)
-	var out []nats.Header
-	if info.State.Msgs == 0 {
-		return out
-	}
-	c, err := s.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{})
-	require.NoError(t, err)
-	for uint64(len(out)) < info.State.Msgs {
-		batch, err := c.Fetch(1000, jetstream.FetchMaxWait(2*time.Second))
-		require.NoError(t, err)
-		n := 0
-		for m := range batch.Messages() {
-			out = append(out, m.Headers())
-			n++
-		}
-		if n == 0 {
-			break
-		}
-	}
-	return out
-}
-
-// streamEventIDs returns the event IDs (Nats-Msg-Id) on AX_EVENTS with how
-// often each occurs.
+// streamEventIDs returns the event IDs on AX_EVENTS (of transfers
+// travelling alone or together) with how often each occurs.
 func streamEventIDs(t *testing.T, js jetstream.JetStream) map[string]int {
 	out := map[string]int{}
-	for _, h := range streamHeaders(t, js) {
-		out[h.Get(events.HeaderMsgID)]++
+	for _, e := range testenv.StreamEvents(t, js) {
+		out[e.ID]++
 	}
 	return out
 }
 
-// streamOrder returns the task IDs (correlation IDs) of the events on
-// AX_EVENTS, in stream order.
+// streamOrder returns the task IDs of the events on AX_EVENTS, in stream
+// order.
 func streamOrder(t *testing.T, js jetstream.JetStream) []string {
 	var out []string
-	for _, h := range streamHeaders(t, js) {
-		out = append(out, h.Get(events.HeaderCorrelationID))
+	for _, e := range testenv.StreamEvents(t, js) {
+		out = append(out, e.TaskID)
 	}
 	return out
 }
@@ -164,57 +133,147 @@ func TestConcurrentProducersLoseNoEvent(t *testing.T) {
 
 // TestRelayCrashRedeliversWithoutDuplicates kills the relay (returns an
 // error, so the transaction rolls back) before and after publishing; a
-// restarted relay delivers everything, and the stream holds each event once.
+// restarted relay delivers everything, and the stream holds each event
+// once: with every transfer alone, and with transfers travelling together
+// (a successor reading the same rows groups them the same way).
 func TestRelayCrashRedeliversWithoutDuplicates(t *testing.T) {
-	st, _ := testenv.Store(t)
-	conn := testenv.NATS(t)
+	for _, perMessage := range []int{1, outbox.EventsPerMessageDefault} {
+		t.Run(fmt.Sprintf("%d per message", perMessage), func(t *testing.T) {
+			st, conn := withTasks(t, 100)
+			ctx := context.Background()
+			crashedPasses(t, st, conn, perMessage, 0)
+
+			r := outbox.New(outbox.Config{EventsPerMessage: perMessage}, st, conn, testenv.Logger(t))
+			n, err := r.RunOnce(ctx)
+			require.NoError(t, err)
+			require.Equal(t, 100, n)
+			require.Zero(t, backlog(t, st))
+
+			got := streamEventIDs(t, conn.JS)
+			require.Len(t, got, 100)
+			for id, c := range got {
+				require.Equal(t, 1, c, "event %s stored %d times", id, c)
+			}
+			require.Equal(t, historyEventIDs(t, st), keys(got))
+		})
+	}
+}
+
+// TestASuccessorThatReadsMoreMayRepeatSome: a relay killed after storing
+// its messages, whose successor reads more rows than it did (transfers
+// committed in between), groups the transfers differently: every event
+// reaches the stream, and only what the killed relay stored may be there
+// twice (consumers tell repeats by event ID). Within the same process a
+// failed publish is tried again with the same messages (below).
+func TestASuccessorThatReadsMoreMayRepeatSome(t *testing.T) {
+	st, conn := withTasks(t, 100)
 	ctx := context.Background()
-	for range 100 {
+	stored := crashedPasses(t, st, conn, outbox.EventsPerMessageDefault, 30)
+
+	r := outbox.New(outbox.Config{}, st, conn, testenv.Logger(t))
+	n, err := r.RunOnce(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 130, n)
+	got := streamEventIDs(t, conn.JS)
+	require.Equal(t, historyEventIDs(t, st), keys(got), "every transfer on the stream")
+	twice := 0
+	for id, c := range got {
+		if c > 1 {
+			require.True(t, stored[id], "event %s repeated, though the killed relay never stored it", id)
+			twice++
+		}
+	}
+	t.Logf("%d of the %d events the killed relay stored are on the stream twice", twice, len(stored))
+}
+
+// TestAPublishTriedAgainSendsTheSameMessages: a publish that fails after
+// JetStream stored its messages is tried again with the same messages,
+// though the pass now reads more rows, so the stream drops them as
+// repeats: each event once.
+func TestAPublishTriedAgainSendsTheSameMessages(t *testing.T) {
+	st, conn := withTasks(t, 100)
+	ctx := context.Background()
+	r := outbox.New(outbox.Config{}, st, conn, testenv.Logger(t))
+	failed := false
+	outbox.InjectPublishFaults(r, func(acked bool) error {
+		if acked && !failed {
+			failed = true
+			return errors.New("acknowledgements lost")
+		}
+		return nil
+	})
+	_, err := r.RunOnce(ctx)
+	require.Error(t, err)
+	require.EqualValues(t, 100, backlog(t, st))
+	for range 30 {
 		create(t, st)
 	}
-	crash := errors.New("relay killed")
+	n, err := r.RunOnce(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 130, n)
+	got := streamEventIDs(t, conn.JS)
+	require.Equal(t, historyEventIDs(t, st), keys(got))
+	for id, c := range got {
+		require.Equal(t, 1, c, "event %s stored %d times", id, c)
+	}
+}
 
+// crashedPasses runs a relay pass over the history that is killed between
+// reading and publishing, then after publishing the first half of its
+// messages, then after publishing all, and checks each left the cursor
+// where it was. Then it commits more transfers. It returns the event IDs
+// the killed passes stored.
+func crashedPasses(t *testing.T, st *store.Store, conn *bus.Conn, perMessage, more int) map[string]bool {
+	t.Helper()
+	ctx := context.Background()
+	crash := errors.New("relay killed")
 	gaps := store.NewHistoryGaps(0, 0)
 	cursor, err := st.RelayCursor(ctx)
 	require.NoError(t, err)
-	// Killed between reading and publishing.
+	before := backlog(t, st)
 	_, err = st.RelayHistory(ctx, cursor, 1000, gaps, func(context.Context, []store.OutboxRow) error { return crash })
 	require.ErrorIs(t, err, crash)
-	require.EqualValues(t, 100, backlog(t, st))
+	require.Equal(t, before, backlog(t, st))
 	require.Empty(t, streamEventIDs(t, conn.JS))
 
-	// Killed after publishing half of a batch, then after publishing all.
-	for _, part := range []int{50, 100} {
+	for _, half := range []bool{true, false} {
 		_, err = st.RelayHistory(ctx, cursor, 1000, gaps, func(ctx context.Context, rows []store.OutboxRow) error {
-			msgs := make([]bus.Msg, 0, part)
-			for _, r := range rows[:part] {
-				msgs = append(msgs, bus.Msg{Subject: r.Subject, ID: r.EventID, Data: r.Payload})
+			msgs := outbox.EventMessages(rows, perMessage)
+			if half {
+				msgs = msgs[:(len(msgs)+1)/2]
 			}
 			require.NoError(t, bus.PublishBatch(ctx, conn.JS, msgs))
 			return crash
 		})
 		require.ErrorIs(t, err, crash)
-		require.EqualValues(t, 100, backlog(t, st), "the cursor does not move in a crashed pass")
+		require.Equal(t, before, backlog(t, st), "the cursor does not move in a crashed pass")
 	}
-
-	r := outbox.New(outbox.Config{}, st, conn, testenv.Logger(t))
-	n, err := r.RunOnce(ctx)
-	require.NoError(t, err)
-	require.Equal(t, 100, n)
-	require.Zero(t, backlog(t, st))
-
-	got := streamEventIDs(t, conn.JS)
-	require.Len(t, got, 100)
-	for id, c := range got {
-		require.Equal(t, 1, c, "event %s stored %d times", id, c)
+	stored := keys(streamEventIDs(t, conn.JS))
+	require.Len(t, stored, int(before))
+	for range more {
+		create(t, st)
 	}
-	require.Equal(t, historyEventIDs(t, st), func() map[string]bool {
-		m := map[string]bool{}
-		for id := range got {
-			m[id] = true
-		}
-		return m
-	}())
+	return stored
+}
+
+// withTasks gives a store and a NATS connection of the test's own, with n
+// tasks created (and their READY transfers in history).
+func withTasks(t *testing.T, n int) (*store.Store, *bus.Conn) {
+	t.Helper()
+	st, _ := testenv.Store(t)
+	conn := testenv.NATS(t)
+	for range n {
+		create(t, st)
+	}
+	return st, conn
+}
+
+func keys(m map[string]int) map[string]bool {
+	out := make(map[string]bool, len(m))
+	for k := range m {
+		out[k] = true
+	}
+	return out
 }
 
 // insertHistory writes a task_history row by hand, the way a transfer

@@ -493,3 +493,73 @@ func DrainWork(t testing.TB, conn *bus.Conn, filter string) []jetstream.Msg {
 		}
 	}
 }
+
+// StreamEvent is one event read back from AX_EVENTS: a transfer, alone in
+// its message or one of several (events.TaskTransfers), or another event.
+type StreamEvent struct {
+	// ID is the event ID: a transfer's event_id, else the message's
+	// Nats-Msg-Id.
+	ID string
+	// TaskID is a transfer's task; else the message's correlation_id.
+	TaskID  string
+	Subject string
+	// Transfer is the transfer, for a transfer.
+	Transfer *events.TaskTransferred
+	// MsgID is the Nats-Msg-Id of the message that carried it.
+	MsgID string
+}
+
+// StreamEvents reads every message on AX_EVENTS, in stream order, and
+// returns the events they carry, in order.
+func StreamEvents(t testing.TB, js jetstream.JetStream) []StreamEvent {
+	t.Helper()
+	ctx := context.Background()
+	s, err := js.Stream(ctx, events.StreamEvents)
+	Must(t, err, "events stream")
+	info, err := s.Info(ctx)
+	Must(t, err, "events stream info")
+	var out []StreamEvent
+	if info.State.Msgs == 0 {
+		return out
+	}
+	c, err := s.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{})
+	Must(t, err, "events consumer")
+	for seen := uint64(0); seen < info.State.Msgs; {
+		batch, err := c.Fetch(1000, jetstream.FetchMaxWait(2*time.Second))
+		Must(t, err, "fetch events")
+		n := 0
+		for m := range batch.Messages() {
+			n++
+			out = append(out, MsgEvents(t, m)...)
+		}
+		if n == 0 {
+			break
+		}
+		seen += uint64(n)
+	}
+	return out
+}
+
+// MsgEvents returns the events one message of AX_EVENTS carries.
+func MsgEvents(t testing.TB, m jetstream.Msg) []StreamEvent {
+	t.Helper()
+	h := m.Headers()
+	msgID, typ := h.Get(events.HeaderMsgID), h.Get(events.HeaderEventType)
+	if typ != events.TypeTaskTransferred && typ != events.TypeTaskTransfers {
+		return []StreamEvent{{ID: msgID, TaskID: h.Get(events.HeaderCorrelationID), Subject: m.Subject(), MsgID: msgID}}
+	}
+	trs, err := events.ReadTransfers[events.TaskTransferred](typ, m.Data(), nil)
+	Must(t, err, "decode the transfers of %s", m.Subject())
+	out := make([]StreamEvent, len(trs))
+	for i := range trs {
+		out[i] = StreamEvent{ID: trs[i].EventID, TaskID: strconv.FormatInt(trs[i].TaskID, 10), Subject: m.Subject(),
+			Transfer: &trs[i], MsgID: msgID}
+	}
+	return out
+}
+
+// StreamEventCount counts the events on AX_EVENTS (StreamEvents).
+func StreamEventCount(t testing.TB, js jetstream.JetStream) int {
+	t.Helper()
+	return len(StreamEvents(t, js))
+}

@@ -1,0 +1,172 @@
+package outbox
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/axsched/ax/events"
+	"github.com/axsched/ax/services/internal/bus"
+	"github.com/axsched/ax/services/internal/store"
+)
+
+// transferRows makes n transfer rows on subject, event IDs prefix0, prefix1...
+func transferRows(subject, prefix string, n int) []store.OutboxRow {
+	rows := make([]store.OutboxRow, n)
+	for i := range rows {
+		id := fmt.Sprintf("%s%d", prefix, i)
+		rows[i] = store.OutboxRow{EventID: id, Subject: subject, EventType: events.TypeTaskTransferred,
+			CorrelationID: id, Payload: fmt.Appendf(nil, `{"event_id":%q}`, id)}
+	}
+	return rows
+}
+
+// shape describes messages as subject:eventIDs, in order.
+func shape(t *testing.T, msgs []bus.Msg) []string {
+	t.Helper()
+	var out []string
+	for _, m := range msgs {
+		if m.EventType != events.TypeTaskTransferred && m.EventType != events.TypeTaskTransfers {
+			out = append(out, m.Subject+":"+m.ID)
+			continue
+		}
+		trs, err := events.ReadTransfers[events.TaskTransferred](m.EventType, m.Data, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := m.Subject + ":"
+		for i, tr := range trs {
+			if i > 0 {
+				s += ","
+			}
+			s += tr.EventID
+		}
+		if len(trs) == 1 && (m.ID != trs[0].EventID || m.EventType != events.TypeTaskTransferred) {
+			t.Fatalf("a transfer alone must travel as before: %+v", m)
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+func TestAppendEventsGroupsBySubject(t *testing.T) {
+	traced := transferRows("ready", "t", 1)[0]
+	traced.TraceParent = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+	other := store.OutboxRow{EventID: "o1", Subject: "type", EventType: events.TypeTaskTypeChanged, Payload: []byte(`{}`)}
+	r, s := transferRows("ready", "r", 5), transferRows("success", "s", 3)
+	// One task's RUNNING and SUCCESS, on two subjects.
+	run, done := transferRows("running", "x-run", 1)[0], transferRows("success", "x-done", 1)[0]
+	run.CorrelationID, done.CorrelationID = "x", "x"
+	tests := []struct {
+		name       string
+		rows       []store.OutboxRow
+		perMessage int
+		want       []string
+	}{
+		{"one subject", r[:3], 64, []string{"ready:r0,r1,r2"}},
+		{"alone travels as before", r[:1], 64, []string{"ready:r0"}},
+		{"subjects apart, each in order", []store.OutboxRow{r[0], s[0], r[1], s[1], s[2]}, 64,
+			[]string{"ready:r0,r1", "success:s0,s1,s2"}},
+		{"cut at perMessage", r, 2, []string{"ready:r0,r1", "ready:r2,r3", "ready:r4"}},
+		{"one per message", r[:3], 1, []string{"ready:r0", "ready:r1", "ready:r2"}},
+		{"a traced transfer alone, after what came before it on its subject",
+			[]store.OutboxRow{r[0], s[0], r[1], traced, r[2], s[1]}, 64,
+			[]string{"ready:r0,r1", "success:s0,s1", "ready:t0", "ready:r2"}},
+		{"other events alone", []store.OutboxRow{r[0], other, r[1]}, 64, []string{"ready:r0,r1", "type:o1"}},
+		{"a task's transfers in order across subjects", []store.OutboxRow{s[0], run, done, s[1]}, 64,
+			[]string{"success:s0", "running:x-run0", "success:x-done0,s1"}},
+		{"a task's transfers in order after a full message", []store.OutboxRow{r[0], r[1], run, r[2]}, 2,
+			[]string{"ready:r0,r1", "running:x-run0", "ready:r2"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := shape(t, appendEvents(nil, tc.rows, tc.perMessage, nil))
+			if !slices.Equal(got, tc.want) {
+				t.Fatalf("got %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestAppendEventsMessageIDs(t *testing.T) {
+	rows := transferRows("ready", "r", 6)
+	ids := func(rows []store.OutboxRow, retry map[string]int) []string {
+		var out []string
+		for _, m := range appendEvents(nil, rows, 64, retry) {
+			out = append(out, m.ID)
+		}
+		return out
+	}
+	first := ids(rows[:4], nil)
+	if !slices.Equal(first, ids(rows[:4], nil)) {
+		t.Fatal("the same rows must give the same message IDs")
+	}
+	withHole := []store.OutboxRow{rows[0], rows[1], rows[3]}
+	lateFilled := []store.OutboxRow{rows[0], rows[1], rows[2], rows[3]}
+	if a, b := ids(withHole, nil), ids(lateFilled, nil); a[0] == b[0] {
+		t.Fatalf("a message with one transfer more must not share its ID (%s): JetStream would drop it", a[0])
+	}
+	swapped := []store.OutboxRow{rows[0], rows[2], rows[1]}
+	if a, b := ids(rows[:3], nil), ids(swapped, nil); a[0] == b[0] {
+		t.Fatal("the ID must depend on every event ID in it, in order")
+	}
+
+	// Tried again with more rows read: the first attempt's messages again.
+	retry := regroup(rows[:4], 64, nil)
+	again := ids(rows, retry)
+	if !slices.Contains(again, first[0]) {
+		t.Fatalf("tried again, the first attempt's message %s is not sent again: %q", first[0], again)
+	}
+	if got := shape(t, appendEvents(nil, rows, 64, retry)); !slices.Equal(got, []string{"ready:r0,r1,r2,r3", "ready:r4,r5"}) {
+		t.Fatalf("tried again: %q", got)
+	}
+}
+
+// TestAppendEventsKeepsOrderRandomly: over random passes (tasks moving
+// through subjects, some traced), every row goes out once, no message
+// holds more than perMessage, and both each subject's and each task's rows
+// are stored in history order.
+func TestAppendEventsKeepsOrderRandomly(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	subjects := []string{"ready.now", "running", "success", "retrying.now", "ready"}
+	for pass := range 500 {
+		n, perMessage := 1+rng.IntN(300), 2+rng.IntN(20)
+		rows := make([]store.OutboxRow, n)
+		for i := range rows {
+			task := fmt.Sprint(rng.IntN(1 + n/3))
+			id := fmt.Sprintf("e%04d", i)
+			rows[i] = store.OutboxRow{EventID: id, Subject: subjects[rng.IntN(len(subjects))],
+				EventType: events.TypeTaskTransferred, CorrelationID: task,
+				Payload: fmt.Appendf(nil, `{"event_id":%q,"task_id":%q}`, id, task)}
+			if rng.IntN(20) == 0 {
+				rows[i].TraceParent = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+			}
+		}
+		var order []events.TaskTransferred
+		for _, m := range appendEvents(nil, rows, perMessage, nil) {
+			trs, err := events.ReadTransfers[events.TaskTransferred](m.EventType, m.Data, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(trs) > perMessage {
+				t.Fatalf("pass %d: %d transfers in one message, at most %d", pass, len(trs), perMessage)
+			}
+			order = append(order, trs...)
+		}
+		if len(order) != n {
+			t.Fatalf("pass %d: %d rows out of %d", pass, len(order), n)
+		}
+		lastOfSubject, lastOfTask := map[string]string{}, map[int64]string{}
+		for _, tr := range order {
+			row := rows[slices.IndexFunc(rows, func(r store.OutboxRow) bool { return r.EventID == tr.EventID })]
+			if prev := lastOfSubject[row.Subject]; prev > tr.EventID {
+				t.Fatalf("pass %d: %s after %s on %s", pass, tr.EventID, prev, row.Subject)
+			}
+			if prev := lastOfTask[tr.TaskID]; prev > tr.EventID {
+				t.Fatalf("pass %d: task %d's %s after its %s", pass, tr.TaskID, tr.EventID, prev)
+			}
+			lastOfSubject[row.Subject], lastOfTask[tr.TaskID] = tr.EventID, tr.EventID
+		}
+	}
+}
