@@ -32,6 +32,12 @@ var (
 	OutboxRelayed = promauto.NewCounter(prometheus.CounterOpts{
 		Name: "ax_outbox_relayed_total", Help: "Events published to JetStream by the relay (from task history and the outbox).",
 	})
+	// EventMessages counts the messages the relay published to
+	// AX_EVENTS: the transfers of one pass on one subject share one
+	// (OutboxRelayed counts the events).
+	EventMessages = promauto.NewCounter(prometheus.CounterOpts{
+		Name: "ax_event_messages_total", Help: "Messages the relay published to JetStream; the transfers of one pass on one subject share one (ax_outbox_relayed_total counts the events).",
+	})
 	// OutboxErrors counts failed relay passes.
 	OutboxErrors = promauto.NewCounter(prometheus.CounterOpts{
 		Name: "ax_outbox_relay_errors_total", Help: "Relay passes that failed and will be retried.",

@@ -439,6 +439,7 @@ func (r *Relay) publish(ctx context.Context, rows []store.OutboxRow) error {
 			return err
 		}
 	}
+	dispatches := len(msgs)
 	msgs = appendEvents(msgs, rows, r.cfg.EventsPerMessage, r.regrouped)
 	if r.fault != nil {
 		if err := r.fault(false); err != nil {
@@ -461,6 +462,7 @@ func (r *Relay) publish(ctx context.Context, rows []store.OutboxRow) error {
 	if len(rows) > 0 && rows[0].EventType == events.TypeTaskTransferred {
 		r.regrouped = nil
 	}
+	metrics.EventMessages.Add(float64(len(msgs) - dispatches))
 	observeLag(rows, time.Now())
 	if len(tasks) > 0 {
 		r.cfg.Dispatch.Sent(ctx, tasks)

@@ -13,10 +13,12 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/oklog/ulid/v2"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
 
 	"github.com/axsched/ax/contracts"
 	"github.com/axsched/ax/services/internal/bus"
+	"github.com/axsched/ax/services/internal/metrics"
 	"github.com/axsched/ax/services/internal/outbox"
 	"github.com/axsched/ax/services/internal/store"
 	"github.com/axsched/ax/services/internal/testenv"
@@ -144,10 +146,13 @@ func TestRelayCrashRedeliversWithoutDuplicates(t *testing.T) {
 			crashedPasses(t, st, conn, perMessage, 0)
 
 			r := outbox.New(outbox.Config{EventsPerMessage: perMessage}, st, conn, testenv.Logger(t))
+			sent := testutil.ToFloat64(metrics.EventMessages)
 			n, err := r.RunOnce(ctx)
 			require.NoError(t, err)
 			require.Equal(t, 100, n)
 			require.Zero(t, backlog(t, st))
+			require.Equal(t, float64((100+perMessage-1)/perMessage), testutil.ToFloat64(metrics.EventMessages)-sent,
+				"ax_event_messages_total counts the messages of the pass")
 
 			got := streamEventIDs(t, conn.JS)
 			require.Len(t, got, 100)
