@@ -14,6 +14,13 @@ import (
 // otherwise: ~20 KB of JSON, far below JetStream's 1 MB message limit.
 const EventsPerMessageDefault = 64
 
+// maxMessageBytes bounds a message of several transfers, whatever
+// EventsPerMessage allows: a transfer's reason holds up to 2,048
+// characters (an error message), and a NATS server refuses a message past
+// its max_payload (1 MB by default), which would stall the relay on that
+// pass. 64 transfers usually take ~20 KB; a transfer alone may be larger.
+const maxMessageBytes = 64 << 10
+
 // transferGroup gathers the transfers of one subject bound for one
 // message, or holds one event that travels alone.
 type transferGroup struct {
@@ -112,7 +119,7 @@ func appendGrouped(msgs []bus.Msg, rows []store.OutboxRow, perMessage int, retry
 		if o >= 0 {
 			i = open[o].place
 		}
-		if o < 0 || open[o].g.closed || (seen && prev > i) {
+		if o < 0 || open[o].g.closed || (seen && prev > i) || !open[o].g.fits(row) {
 			i = start(row.Subject)
 			if o >= 0 {
 				open[o] = openSlot{subject: row.Subject, place: i, g: seq[i]}
@@ -167,7 +174,7 @@ func openGroup(open []openSlot, subject string) int {
 func (g *transferGroup) add(row store.OutboxRow) {
 	if g.n == 0 {
 		g.first = row
-		g.data = append(make([]byte, 0, 16+g.hint*(len(row.Payload)+1)), `{"transfers":[`...)
+		g.data = append(make([]byte, 0, min(16+g.hint*(len(row.Payload)+1), maxMessageBytes)), `{"transfers":[`...)
 		g.ids = fnvOffset
 	} else {
 		g.data = append(g.data, ',')
@@ -178,6 +185,12 @@ func (g *transferGroup) add(row store.OutboxRow) {
 		g.eventIDs = append(g.eventIDs, row.EventID)
 	}
 	g.n++
+}
+
+// fits reports whether row's transfer may join g without taking its
+// message past maxMessageBytes.
+func (g *transferGroup) fits(row store.OutboxRow) bool {
+	return len(g.data)+len(row.Payload)+len(`,]}`) <= maxMessageBytes
 }
 
 // msg is the group's message: the transfer alone when it has one.

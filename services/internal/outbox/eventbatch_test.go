@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/axsched/ax/events"
@@ -55,6 +56,11 @@ func TestAppendEventsGroupsBySubject(t *testing.T) {
 	traced.TraceParent = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
 	other := store.OutboxRow{EventID: "o1", Subject: "type", EventType: events.TypeTaskTypeChanged, Payload: []byte(`{}`)}
 	r, s := transferRows("ready", "r", 5), transferRows("success", "s", 3)
+	// Transfers with long reasons: two fit in maxMessageBytes, not three.
+	big := transferRows("ready", "b", 5)
+	for i := range big {
+		big[i].Payload = fmt.Appendf(nil, `{"event_id":%q,"reason":%q}`, big[i].EventID, strings.Repeat("x", maxMessageBytes/3))
+	}
 	// One task's RUNNING and SUCCESS, on two subjects.
 	run, done := transferRows("running", "x-run", 1)[0], transferRows("success", "x-done", 1)[0]
 	run.CorrelationID, done.CorrelationID = "x", "x"
@@ -74,6 +80,7 @@ func TestAppendEventsGroupsBySubject(t *testing.T) {
 			[]store.OutboxRow{r[0], s[0], r[1], traced, r[2], s[1]}, 64,
 			[]string{"ready:r0,r1", "success:s0,s1", "ready:t0", "ready:r2"}},
 		{"other events alone", []store.OutboxRow{r[0], other, r[1]}, 64, []string{"ready:r0,r1", "type:o1"}},
+		{"no message past maxMessageBytes", big, 64, []string{"ready:b0,b1", "ready:b2,b3", "ready:b4"}},
 		{"a task's transfers in order across subjects", []store.OutboxRow{s[0], run, done, s[1]}, 64,
 			[]string{"success:s0", "running:x-run0", "success:x-done0,s1"}},
 		{"a task's transfers in order after a full message", []store.OutboxRow{r[0], r[1], run, r[2]}, 2,
@@ -148,6 +155,9 @@ func TestAppendEventsKeepsOrderRandomly(t *testing.T) {
 			trs, err := events.ReadTransfers[events.TaskTransferred](m.EventType, m.Data, nil)
 			if err != nil {
 				t.Fatal(err)
+			}
+			if len(trs) > 1 && len(m.Data) > maxMessageBytes {
+				t.Fatalf("pass %d: a message of %d bytes", pass, len(m.Data))
 			}
 			if len(trs) > perMessage {
 				t.Fatalf("pass %d: %d transfers in one message, at most %d", pass, len(trs), perMessage)
