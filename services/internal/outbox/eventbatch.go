@@ -2,6 +2,7 @@ package outbox
 
 import (
 	"hash/fnv"
+	"slices"
 	"strconv"
 
 	"github.com/axsched/ax/events"
@@ -30,8 +31,8 @@ type transferGroup struct {
 	hint    int // the most transfers it may get
 	data    []byte
 	ids     uint64 // FNV-1a of the event IDs, in order
-	// closed: nothing more joins it (full, or a later row must follow
-	// what came after it).
+	// closed: nothing more joins it (a row that travels alone came after
+	// it on its subject).
 	closed bool
 	// eventIDs lists them when keepIDs is set (regroup).
 	eventIDs []string
@@ -79,12 +80,13 @@ func appendGrouped(msgs []bus.Msg, rows []store.OutboxRow, perMessage int, retry
 	}
 	var (
 		seq   []*transferGroup                  // in the order they go out
-		open  []openSlot                        // the one each subject's rows join
+		open  []int                             // per subject, the place in seq of the message its next row may join
 		again map[int]int                       // a retried message's number -> its place in seq
 		last  = make(map[string]int, len(rows)) // task -> place of its latest row's message
 	)
-	start := func(subject string) int {
-		seq = append(seq, &transferGroup{subject: subject, hint: min(perMessage, len(rows)), keepIDs: record != nil})
+	start := func(row store.OutboxRow) int {
+		seq = append(seq, &transferGroup{subject: row.Subject, hint: min(perMessage, len(rows)), keepIDs: record != nil})
+		seq[len(seq)-1].add(row)
 		return len(seq) - 1
 	}
 	for _, row := range rows {
@@ -92,44 +94,37 @@ func appendGrouped(msgs []bus.Msg, rows []store.OutboxRow, perMessage int, retry
 		prev, seen := last[task]
 		if k, ok := retry[row.EventID]; ok {
 			i, ok := again[k]
-			if !ok {
+			if ok {
+				seq[i].add(row)
+			} else {
 				if again == nil {
 					again = make(map[int]int)
 				}
-				i = start(row.Subject)
-				seq[i].closed = true // only its own rows join it
+				i = start(row)
 				again[k] = i
 			}
-			seq[i].add(row)
 			last[task] = i
 			continue
 		}
-		o := openGroup(open, row.Subject)
+		o := slices.IndexFunc(open, func(p int) bool { return seq[p].subject == row.Subject })
 		if row.EventType != events.TypeTaskTransferred || row.TraceParent != "" {
 			if o >= 0 { // what came before it on its subject goes first
-				open[o].g.closed = true
+				seq[open[o]].closed = true
 			}
-			i := start(row.Subject)
-			seq[i].add(row)
-			seq[i].closed = true
-			last[task] = i
+			last[task] = start(row)
 			continue
 		}
-		i := -1
+		if o >= 0 && !(seen && prev > open[o]) && seq[open[o]].takes(row, perMessage) {
+			seq[open[o]].add(row)
+			last[task] = open[o]
+			continue
+		}
+		i := start(row)
 		if o >= 0 {
-			i = open[o].place
+			open[o] = i
+		} else {
+			open = append(open, i)
 		}
-		if o < 0 || open[o].g.closed || (seen && prev > i) || !open[o].g.fits(row) {
-			i = start(row.Subject)
-			if o >= 0 {
-				open[o] = openSlot{subject: row.Subject, place: i, g: seq[i]}
-			} else {
-				open = append(open, openSlot{subject: row.Subject, place: i, g: seq[i]})
-			}
-		}
-		g := seq[i]
-		g.add(row)
-		g.closed = g.n == perMessage
 		last[task] = i
 	}
 	groups := 0
@@ -155,22 +150,6 @@ func regroup(rows []store.OutboxRow, perMessage int, retry map[string]int) map[s
 	return out
 }
 
-// openSlot is the message a subject's next row may join: seq[place].
-type openSlot struct {
-	subject string
-	place   int
-	g       *transferGroup
-}
-
-func openGroup(open []openSlot, subject string) int {
-	for i, o := range open {
-		if o.subject == subject {
-			return i
-		}
-	}
-	return -1
-}
-
 func (g *transferGroup) add(row store.OutboxRow) {
 	if g.n == 0 {
 		g.first = row
@@ -187,10 +166,10 @@ func (g *transferGroup) add(row store.OutboxRow) {
 	g.n++
 }
 
-// fits reports whether row's transfer may join g without taking its
-// message past maxMessageBytes.
-func (g *transferGroup) fits(row store.OutboxRow) bool {
-	return len(g.data)+len(row.Payload)+len(`,]}`) <= maxMessageBytes
+// takes reports whether row's transfer may join g: g is open, holds
+// fewer than perMessage and stays within maxMessageBytes with it.
+func (g *transferGroup) takes(row store.OutboxRow, perMessage int) bool {
+	return !g.closed && g.n < perMessage && len(g.data)+len(row.Payload)+len(`,]}`) <= maxMessageBytes
 }
 
 // msg is the group's message: the transfer alone when it has one.

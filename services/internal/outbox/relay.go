@@ -448,16 +448,14 @@ func (r *Relay) publish(ctx context.Context, rows []store.OutboxRow) error {
 	}
 	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	if err := r.conn.Publish(pctx, msgs); err != nil {
+	err := r.conn.Publish(pctx, msgs)
+	if err == nil && r.fault != nil {
+		err = r.fault(true)
+	}
+	if err != nil {
 		// Some messages may be stored: send the same ones next time.
 		r.regrouped = regroup(rows, r.cfg.EventsPerMessage, r.regrouped)
 		return err
-	}
-	if r.fault != nil {
-		if err := r.fault(true); err != nil {
-			r.regrouped = regroup(rows, r.cfg.EventsPerMessage, r.regrouped)
-			return err
-		}
 	}
 	if len(rows) > 0 && rows[0].EventType == events.TypeTaskTransferred {
 		r.regrouped = nil

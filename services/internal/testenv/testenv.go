@@ -557,9 +557,3 @@ func MsgEvents(t testing.TB, m jetstream.Msg) []StreamEvent {
 	}
 	return out
 }
-
-// StreamEventCount counts the events on AX_EVENTS (StreamEvents).
-func StreamEventCount(t testing.TB, js jetstream.JetStream) int {
-	t.Helper()
-	return len(StreamEvents(t, js))
-}
