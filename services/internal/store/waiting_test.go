@@ -2,7 +2,6 @@ package store_test
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"testing"
 
@@ -80,25 +79,10 @@ func TestWaitingPagesFollowTheStatusIndex(t *testing.T) {
 		`status = 'READY' AND (next_run_time > 5 OR (next_run_time = 5 AND id > 7)) AND task_type = 'ax.noop'`,
 		`status = 'RETRYING'`,
 	} {
-		rows, err := st.DB().Query(`EXPLAIN SELECT id FROM tasks FORCE INDEX (idx_tasks_status_next_run) WHERE ` +
-			where + ` ORDER BY next_run_time, id LIMIT 10`)
-		require.NoError(t, err)
-		cols, err := rows.Columns()
-		require.NoError(t, err)
-		for rows.Next() {
-			vals := make([]any, len(cols))
-			ptrs := make([]any, len(cols))
-			for i := range vals {
-				ptrs[i] = &vals[i]
-			}
-			require.NoError(t, rows.Scan(ptrs...))
-			plan := map[string]string{}
-			for i, c := range cols {
-				plan[c] = fmt.Sprintf("%s", vals[i])
-			}
+		for _, plan := range explain(t, st, `SELECT id FROM tasks FORCE INDEX (idx_tasks_status_next_run) WHERE `+
+			where+` ORDER BY next_run_time, id LIMIT 10`) {
 			require.Equal(t, "idx_tasks_status_next_run", plan["key"], where)
 			require.False(t, strings.Contains(plan["Extra"], "filesort"), "%s: %s", where, plan["Extra"])
 		}
-		require.NoError(t, rows.Close())
 	}
 }
