@@ -11,6 +11,7 @@ import (
 
 	"github.com/axsched/ax/contracts"
 	"github.com/axsched/ax/services/app"
+	"github.com/axsched/ax/services/internal/route"
 	"github.com/axsched/ax/services/internal/testenv"
 )
 
@@ -187,6 +188,21 @@ func TestClusterConcurrencyLimit(t *testing.T) {
 		}
 	})
 	sys.expireTypeCaches()
+	// Tasks are routed to the executors the routers know: wait for the
+	// registry to list the second one, then for every router to re-read
+	// it, or all of them may go to the first.
+	testenv.Eventually(t, 30*time.Second, "both executors registered", func() bool {
+		nodes, err := sys.api.ListNodes(context.Background())
+		require.NoError(t, err)
+		alive := 0
+		for _, n := range nodes.Nodes {
+			if n.Alive && (n.Name == "e2e" || n.Name == "second-executor") {
+				alive++
+			}
+		}
+		return alive == 2
+	})
+	time.Sleep(route.RefreshInterval + 500*time.Millisecond)
 
 	const n = 30
 	submitMany(t, sys.api, n, 8, contracts.SubmitRequest{Type: "ax.sleep", Payload: json.RawMessage(`{"ms":150}`)})
