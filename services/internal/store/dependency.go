@@ -594,7 +594,7 @@ func (s *Store) ReconcileSuspended(ctx context.Context, olderThanMs int64, limit
 			rows.Close()
 			return 0, scan, fmt.Errorf("find stranded children: %w", err)
 		}
-		if read++; read == 1 || scanBefore(last, c) {
+		if read++; read == 1 || compareScans(last, c) < 0 {
 			last = c
 		}
 		if stranded.Bool {
@@ -609,9 +609,7 @@ func (s *Store) ReconcileSuspended(ctx context.Context, olderThanMs int64, limit
 	if read < window {
 		next = SuspendedScan{} // read to the end: the next pass starts over
 	}
-	slices.SortFunc(found, func(a, b SuspendedScan) int {
-		return cmp.Or(cmp.Compare(a.NextRunTimeMs, b.NextRunTimeMs), cmp.Compare(a.ID, b.ID))
-	})
+	slices.SortFunc(found, compareScans)
 	if len(found) > limit {
 		// The rest are read again by the next pass, which goes on from
 		// the last one taken.
@@ -636,9 +634,9 @@ func (s *Store) ReconcileSuspended(ctx context.Context, olderThanMs int64, limit
 	return moved, next, nil
 }
 
-// scanBefore reports whether a comes before b in the status index.
-func scanBefore(a, b SuspendedScan) bool {
-	return a.NextRunTimeMs < b.NextRunTimeMs || (a.NextRunTimeMs == b.NextRunTimeMs && a.ID < b.ID)
+// compareScans orders positions as the status index does.
+func compareScans(a, b SuspendedScan) int {
+	return cmp.Or(cmp.Compare(a.NextRunTimeMs, b.NextRunTimeMs), cmp.Compare(a.ID, b.ID))
 }
 
 // reconcileChild settles one stranded child in a transaction of its own.

@@ -52,29 +52,43 @@ func (s *Store) ReadyOfType(ctx context.Context, taskType string, after *DueRef,
 }
 
 func (s *Store) waitingPage(ctx context.Context, taskType string, after *DueRef, limit int) ([]DueRef, error) {
-	from := 0
-	if after != nil {
-		if from = slices.Index(waitingStates, after.Status); from < 0 {
-			return nil, fmt.Errorf("page waiting tasks after task %d: it is %s, not waiting", after.ID, after.Status)
-		}
-	}
-	var out []DueRef
-	for _, state := range waitingStates[from:] {
+	return pageWaiting(after, limit, func(state contracts.Status, from *DueRef, n int) ([]DueRef, error) {
 		q := `SELECT ` + dueRefColumns + ` FROM tasks FORCE INDEX (idx_tasks_status_next_run) WHERE status = ?`
 		args := []any{string(state)}
-		if after != nil && after.Status == state {
+		if from != nil {
 			q += ` AND (next_run_time > ? OR (next_run_time = ? AND id > ?))`
-			args = append(args, after.NextRunTimeMs, after.NextRunTimeMs, after.ID)
+			args = append(args, from.NextRunTimeMs, from.NextRunTimeMs, from.ID)
 		}
 		if taskType != "" {
 			q += ` AND task_type = ?`
 			args = append(args, taskType)
 		}
-		page, err := s.dueRefs(ctx, q+` ORDER BY next_run_time, id LIMIT ?`, append(args, limit-len(out))...)
+		return s.dueRefs(ctx, q+` ORDER BY next_run_time, id LIMIT ?`, append(args, n)...)
+	})
+}
+
+// pageWaiting reads a page of waiting tasks a state at a time, READY then
+// RETRYING, each in the status index's order, from after on (nil: from
+// the first): page reads up to n tasks of one state after from (nil: from
+// its first), until limit are read.
+func pageWaiting(after *DueRef, limit int, page func(state contracts.Status, from *DueRef, n int) ([]DueRef, error)) ([]DueRef, error) {
+	first := 0
+	if after != nil {
+		if first = slices.Index(waitingStates, after.Status); first < 0 {
+			return nil, fmt.Errorf("page waiting tasks after task %d: it is %s, not waiting", after.ID, after.Status)
+		}
+	}
+	var out []DueRef
+	for _, state := range waitingStates[first:] {
+		var from *DueRef
+		if after != nil && after.Status == state {
+			from = after
+		}
+		got, err := page(state, from, limit-len(out))
 		if err != nil {
 			return nil, err
 		}
-		if out = append(out, page...); len(out) >= limit {
+		if out = append(out, got...); len(out) >= limit {
 			break
 		}
 	}
@@ -101,27 +115,13 @@ const staleReadySQL = `SELECT ` + dueRefColumns + ` FROM tasks FORCE INDEX (idx_
 // sorted every task due before the horizon for each page (a backlog of
 // 50,000 due tasks cost 130 ms a page).
 func (s *Store) StaleReady(ctx context.Context, horizonMs int64, grace time.Duration, after *DueRef, limit int) ([]DueRef, error) {
-	from := 0
-	if after != nil {
-		if from = slices.Index(waitingStates, after.Status); from < 0 {
-			return nil, fmt.Errorf("page stale tasks after task %d: it is %s, not waiting", after.ID, after.Status)
-		}
-	}
-	var out []DueRef
-	for _, state := range waitingStates[from:] {
+	return pageWaiting(after, limit, func(state contracts.Status, from *DueRef, n int) ([]DueRef, error) {
 		afterNext, afterID := int64(-1<<62), int64(0)
-		if after != nil && after.Status == state {
-			afterNext, afterID = after.NextRunTimeMs, after.ID
+		if from != nil {
+			afterNext, afterID = from.NextRunTimeMs, from.ID
 		}
-		page, err := s.dueRefs(ctx, staleReadySQL, string(state), horizonMs, afterNext, afterNext, afterID, grace.Microseconds(), limit-len(out))
-		if err != nil {
-			return nil, err
-		}
-		if out = append(out, page...); len(out) >= limit {
-			break
-		}
-	}
-	return out, nil
+		return s.dueRefs(ctx, staleReadySQL, string(state), horizonMs, afterNext, afterNext, afterID, grace.Microseconds(), n)
+	})
 }
 
 func (s *Store) dueRefs(ctx context.Context, q string, args ...any) ([]DueRef, error) {
