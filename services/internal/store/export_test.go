@@ -42,3 +42,16 @@ const SuspendedWindow = suspendedWindow
 
 // StaleReadySQL is what StaleReady asks for a page of one state.
 const StaleReadySQL = staleReadySQL
+
+// EdgesAroundSQL, EdgesIntoSQL and StepEdgesSQL are lineage's reads of
+// dependencies, HistoriesOfSQL of attempts.
+var EdgesAroundSQL = edgesAroundSQL
+
+// DivedRanges is the most ids lineage puts in one edgesAroundSQL.
+const DivedRanges = divedRanges
+
+const (
+	HistoriesOfSQL = historiesOfSQL
+	EdgesIntoSQL   = edgesIntoSQL
+	StepEdgesSQL   = stepEdgesSQL
+)

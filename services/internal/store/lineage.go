@@ -117,35 +117,40 @@ func (s *Store) workflowTaskIDs(ctx context.Context, wf int64) ([]int64, error) 
 	return ids, nil
 }
 
+// divedRanges is MariaDB's eq_range_index_dive_limit, by default: up to
+// that many values of an IN list, it counts each one's rows in the index.
+const divedRanges = 200
+
+// edgesAroundSQL reads the edges from and into n tasks (their ids twice),
+// each through its index. n is at most divedRanges: past it MariaDB
+// estimates each id's edges from the index's averages, and a parent of
+// many children makes every id look like one, so it would walk the whole
+// primary key.
+func edgesAroundSQL(n int) string {
+	in := `(` + marks(n) + `)`
+	return `SELECT parent_id, child_id FROM task_dependencies FORCE INDEX (PRIMARY) WHERE parent_id IN ` + in + `
+		UNION SELECT parent_id, child_id FROM task_dependencies FORCE INDEX (idx_task_dependencies_child) WHERE child_id IN ` + in
+}
+
 // reachable walks dependencies from id both ways, up to maxLineageTasks.
 func (s *Store) reachable(ctx context.Context, id int64) ([]int64, error) {
 	seen := map[int64]bool{id: true}
 	frontier := []int64{id}
 	for len(frontier) > 0 && len(seen) < maxLineageTasks {
-		in := marks(len(frontier))
-		args := append(int64Args(frontier), int64Args(frontier)...)
-		rows, err := s.db.QueryContext(ctx, `SELECT parent_id, child_id FROM task_dependencies WHERE parent_id IN (`+in+`)
-			UNION SELECT parent_id, child_id FROM task_dependencies WHERE child_id IN (`+in+`)`, args...)
-		if err != nil {
-			return nil, fmt.Errorf("dependencies around task %d: %w", id, err)
-		}
 		var next []int64
-		for rows.Next() {
-			var p, c int64
-			if err := rows.Scan(&p, &c); err != nil {
-				rows.Close()
+		for chunk := range slices.Chunk(frontier, divedRanges) {
+			pairs, err := s.edgesAround(ctx, chunk)
+			if err != nil {
 				return nil, fmt.Errorf("dependencies around task %d: %w", id, err)
 			}
-			for _, x := range []int64{p, c} {
-				if !seen[x] && len(seen) < maxLineageTasks {
-					seen[x] = true
-					next = append(next, x)
+			for _, pc := range pairs {
+				for _, x := range pc {
+					if !seen[x] && len(seen) < maxLineageTasks {
+						seen[x] = true
+						next = append(next, x)
+					}
 				}
 			}
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return nil, fmt.Errorf("dependencies around task %d: %w", id, err)
 		}
 		frontier = next
 	}
@@ -155,6 +160,23 @@ func (s *Store) reachable(ctx context.Context, id int64) ([]int64, error) {
 	}
 	slices.Sort(out)
 	return out, nil
+}
+
+func (s *Store) edgesAround(ctx context.Context, ids []int64) ([][2]int64, error) {
+	rows, err := s.db.QueryContext(ctx, edgesAroundSQL(len(ids)), append(int64Args(ids), int64Args(ids)...)...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out [][2]int64
+	for rows.Next() {
+		var pc [2]int64
+		if err := rows.Scan(&pc[0], &pc[1]); err != nil {
+			return nil, err
+		}
+		out = append(out, pc)
+	}
+	return out, rows.Err()
 }
 
 // lineageOf assembles the lineage of tasks ids (of workflow wf, or 0);
@@ -254,13 +276,19 @@ func (s *Store) tasksByIDs(ctx context.Context, ids []int64) (map[int64]*Task, e
 	return out, nil
 }
 
+// historiesOfSQL reads the history of a list of tasks through its index,
+// as edgesIntoSQL reads their edges: planned with statistics taken before
+// a burst of tasks, MariaDB read every history row for 500 tasks (80 ms,
+// 500,000 rows).
+const historiesOfSQL = `SELECT task_id, from_status, to_status, attempt, reason, actor, created_at
+	FROM task_history FORCE INDEX (idx_task_history_task) WHERE task_id IN `
+
 // histories reads the transfers of tasks, oldest first, without the
 // traces of refused writes.
 func (s *Store) histories(ctx context.Context, ids []int64) (map[int64][]HistoryRow, error) {
 	out := make(map[int64][]HistoryRow, len(ids))
 	for chunk := range slices.Chunk(ids, batchChunkRows) {
-		rows, err := s.db.QueryContext(ctx, `SELECT task_id, from_status, to_status, attempt, reason, actor, created_at
-			FROM task_history WHERE task_id IN (`+marks(len(chunk))+`) AND rejected = 0 ORDER BY task_id, id`, int64Args(chunk)...)
+		rows, err := s.db.QueryContext(ctx, historiesOfSQL+`(`+marks(len(chunk))+`) AND rejected = 0 ORDER BY task_id, id`, int64Args(chunk)...)
 		if err != nil {
 			return nil, fmt.Errorf("load histories: %w", err)
 		}
@@ -283,11 +311,16 @@ func (s *Store) histories(ctx context.Context, ids []int64) (map[int64][]History
 	return out, nil
 }
 
+// edgesIntoSQL reads the edges into a list of tasks. Their index is
+// named: with hundreds of tasks MariaDB estimates a walk of the whole
+// table cheaper than one range each, and lineage would then grow with
+// every workflow ever run (100 ms for 1,000 steps among 70,000 edges).
+const edgesIntoSQL = `SELECT parent_id, child_id, cond FROM task_dependencies FORCE INDEX (idx_task_dependencies_child) WHERE child_id IN `
+
 func (s *Store) edgesOf(ctx context.Context, ids []int64) ([]contracts.LineageEdge, error) {
 	var out []contracts.LineageEdge
 	for chunk := range slices.Chunk(ids, batchChunkRows) {
-		rows, err := s.db.QueryContext(ctx, `SELECT parent_id, child_id, cond FROM task_dependencies
-			WHERE child_id IN (`+marks(len(chunk))+`) ORDER BY child_id, parent_id`, int64Args(chunk)...)
+		rows, err := s.db.QueryContext(ctx, edgesIntoSQL+`(`+marks(len(chunk))+`) ORDER BY child_id, parent_id`, int64Args(chunk)...)
 		if err != nil {
 			return nil, fmt.Errorf("load edges: %w", err)
 		}

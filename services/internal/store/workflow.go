@@ -386,9 +386,15 @@ func (s *Store) GetWorkflow(ctx context.Context, id int64) (*Workflow, error) {
 	return &w, nil
 }
 
+// stepEdgesSQL reads a workflow's edges from its steps, whatever the
+// table sizes: sorted by the edges' columns, MariaDB would rather walk
+// every edge of every workflow (70 ms a call among 70,000 of them).
+const stepEdgesSQL = `SELECT d.child_id, d.parent_id, d.cond FROM workflow_steps ws FORCE INDEX (PRIMARY)
+	STRAIGHT_JOIN task_dependencies d FORCE INDEX (idx_task_dependencies_child) ON d.child_id = ws.task_id
+	WHERE ws.workflow_id = ? ORDER BY d.child_id, d.parent_id`
+
 func (s *Store) fillStepParents(ctx context.Context, w *Workflow) error {
-	rows, err := s.db.QueryContext(ctx, `SELECT d.child_id, d.parent_id, d.cond FROM workflow_steps ws
-		JOIN task_dependencies d ON d.child_id = ws.task_id WHERE ws.workflow_id = ? ORDER BY d.child_id, d.parent_id`, w.ID)
+	rows, err := s.db.QueryContext(ctx, stepEdgesSQL, w.ID)
 	if err != nil {
 		return fmt.Errorf("dependencies of workflow %d: %w", w.ID, err)
 	}
