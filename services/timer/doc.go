@@ -57,8 +57,9 @@
 // # Schedules
 //
 // Every replica also fires schedules (schedule.go), with no leader either:
-// when the earliest next fire time comes on the scheduler clock it runs up
-// to ScheduleWorkers transactions (store.FireDue), each locking a batch of
+// when the earliest next fire time comes on the scheduler clock (read
+// first: a pass with nothing due opens no transaction) it runs up to
+// ScheduleWorkers transactions (store.FireDue), each locking a batch of
 // due schedules with SKIP LOCKED so that replicas share them, recording
 // each (schedule, fire time) in schedule_fires, creating the tasks and
 // advancing the schedules. The primary key of schedule_fires is the rule:

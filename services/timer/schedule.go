@@ -58,6 +58,12 @@ func (t *Timer) fireLoop(ctx context.Context) error {
 // the others do not hold.
 func (t *Timer) FireSchedules(ctx context.Context) (time.Duration, error) {
 	now := t.cfg.Clock.Now()
+	// One read tells whether anything is due: without it every pass
+	// opened ScheduleWorkers transactions, four statements each, twice a
+	// second with no schedule at all.
+	if next, ok, err := t.store.NextScheduleFire(ctx); err != nil || !ok || next > now.UnixMilli() {
+		return t.sleepUntil(next, ok), err
+	}
 	g, gctx := errgroup.WithContext(ctx)
 	for range t.cfg.ScheduleWorkers {
 		g.Go(func() error {
@@ -73,17 +79,24 @@ func (t *Timer) FireSchedules(ctx context.Context) (time.Duration, error) {
 		return 0, err
 	}
 	next, ok, err := t.store.NextScheduleFire(ctx)
-	if err != nil || !ok {
-		return t.cfg.SchedulePoll, err
+	return t.sleepUntil(next, ok), err
+}
+
+// sleepUntil is how long to sleep before the next pass when the earliest
+// fire time is nextMs (ok false: no schedule), bounded by SchedulePoll.
+func (t *Timer) sleepUntil(nextMs int64, ok bool) time.Duration {
+	if !ok {
+		return t.cfg.SchedulePoll
 	}
-	sleep := time.UnixMilli(next).Sub(t.cfg.Clock.Now())
-	return min(max(sleep, scheduleMinSleep), t.cfg.SchedulePoll), nil
+	sleep := time.UnixMilli(nextMs).Sub(t.cfg.Clock.Now())
+	return min(max(sleep, scheduleMinSleep), t.cfg.SchedulePoll)
 }
 
 // fireBatch fires one transaction's worth of due schedules, retrying
 // with fresh task IDs on a snowflake collision and on a deadlock.
 func (t *Timer) fireBatch(ctx context.Context, now time.Time) (int, error) {
 	for attempt := 1; ; attempt++ {
+		t.fireTxs.Add(1)
 		taken, out, err := t.store.FireDue(ctx, store.FireDueParams{NowMs: now.UnixMilli(), Limit: scheduleBatch,
 			FiredAt: func() int64 { return t.cfg.Clock.Now().UnixMilli() }},
 			func(sc *store.Schedule) (store.FirePlan, error) { return t.planFires(ctx, sc, now) })

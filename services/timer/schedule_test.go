@@ -265,3 +265,32 @@ func TestScheduleDSTEuropeBerlin(t *testing.T) {
 	pass(utc("2027-11-01T01:30:00.010Z"))
 	require.Equal(t, []string{"2027-03-28T01:00:00Z", "2027-03-29T00:30:00Z", "2027-10-31T00:30:00Z", "2027-11-01T01:30:00Z"}, fired())
 }
+
+// TestPassWithNothingDueOpensNoTransaction: a pass reads the earliest fire
+// time first and opens the schedule transactions only when something is
+// due (it opened ScheduleWorkers of them every pass, schedules or none).
+func TestPassWithNothingDueOpensNoTransaction(t *testing.T) {
+	st, dsn := testenv.Store(t)
+	ctx := context.Background()
+	require.NoError(t, st.RegisterType(ctx, store.TaskType{Name: "ax.noop", TimeoutMs: 1000}))
+	clk := &testenv.Clock{}
+	tm := firer(t, dsn, 1, clk, time.Second)
+
+	sleep, err := tm.FireSchedules(ctx)
+	require.NoError(t, err)
+	require.Equal(t, tm.cfg.SchedulePoll, sleep, "no schedule: sleep a poll interval")
+	require.Zero(t, tm.fireTxs.Load(), "no schedule, no transaction")
+
+	next := clk.Now().Truncate(time.Second).Add(10 * time.Second)
+	sc := createSchedule(t, st, "later", "* * * * * *", "allow", "skip", next)
+	sleep, err = tm.FireSchedules(ctx)
+	require.NoError(t, err)
+	require.Zero(t, tm.fireTxs.Load(), "nothing due, no transaction")
+	require.LessOrEqual(t, sleep, tm.cfg.SchedulePoll)
+
+	clk.Skip(next.Sub(clk.Now()))
+	_, err = tm.FireSchedules(ctx)
+	require.NoError(t, err)
+	require.Len(t, fires(t, st, sc), 1, "fired once due")
+	require.EqualValues(t, tm.cfg.ScheduleWorkers, tm.fireTxs.Load(), "a due pass runs every worker")
+}

@@ -143,6 +143,8 @@ type Timer struct {
 	// ready opens when the READY and RETRYING consumers are pulling and
 	// the type-change router runs.
 	ready *ready.Gate
+	// fireTxs counts the schedule transactions begun (FireDue).
+	fireTxs atomic.Int64
 }
 
 // New builds a timer.
