@@ -70,8 +70,10 @@ func outcomeTimes(ctx context.Context, db *sql.DB, ids []int64) (map[int64]int64
 			}
 			in.WriteString(strconv.FormatInt(id, 10))
 		}
-		rows, err := db.QueryContext(ctx, `SELECT task_id, DATE_FORMAT(created_at, '%Y-%m-%d %H:%i:%s.%f') FROM task_history
-			WHERE task_id IN (`+in.String()+`) AND to_status = 'SUCCESS'`)
+		// The index named: planned with statistics from before the run,
+		// MariaDB read every history row for each chunk (7 s a run).
+		rows, err := db.QueryContext(ctx, `SELECT task_id, DATE_FORMAT(created_at, '%Y-%m-%d %H:%i:%s.%f')
+			FROM task_history FORCE INDEX (idx_task_history_task) WHERE task_id IN (`+in.String()+`) AND to_status = 'SUCCESS'`)
 		if err != nil {
 			return out, fmt.Errorf("read outcome rows: %w", err)
 		}
