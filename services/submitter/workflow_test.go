@@ -535,3 +535,65 @@ func TestWorkflowAnswerEqualsItsRead(t *testing.T) {
 	got := f.workflow(t, wf.ID)
 	require.Equal(t, wf, got)
 }
+
+// TestWorkflowStepReRunCountsItsEndOnce: a step that failed for good, was
+// re-run from its dead letter and succeeded has ended once for its
+// workflow, however the re-run was made and whichever release wrote the
+// rows: the workflow ends when its last other step does, not before.
+func TestWorkflowStepReRunCountsItsEndOnce(t *testing.T) {
+	ctx := context.Background()
+	for name, c := range map[string]struct {
+		legacyRows bool // rows as written before migration 0019
+		unmarked   bool // re-run as a release before 0019 did
+	}{
+		"re-run through the dead letter": {},
+		"re-run unmarked":                {unmarked: true},
+		"rows without their workflow":    {legacyRows: true},
+	} {
+		t.Run(name, func(t *testing.T) {
+			f := newFixture(t)
+			wf := f.submitWorkflow(t, `{"name":"rerun","steps":[
+				{"key":"charge","type":"ax.noop"},
+				{"key":"audit","type":"ax.noop","depends_on":["charge"],"when":"always"},
+				{"key":"other","type":"ax.noop"}]}`)
+			ids := stepIDs(t, wf)
+			if c.legacyRows {
+				_, err := f.st.DB().Exec(`UPDATE tasks SET workflow_id = NULL, workflow_role = NULL`)
+				require.NoError(t, err)
+			}
+			charge := ids["charge"]
+			res, err := f.st.Transfer(ctx, store.TransferParams{TaskID: charge, From: contracts.StatusReady, To: contracts.StatusRunning,
+				Claim: true, Executor: "test-node", Actor: "executor@test-node", Reason: "claimed"})
+			require.NoError(t, err)
+			attempt, msg := res.Attempt, "card declined"
+			_, err = f.st.Transfer(ctx, store.TransferParams{TaskID: charge, From: contracts.StatusRunning, To: contracts.StatusFailed,
+				Attempt: &attempt, LastError: &msg, Reason: "handler failed for good",
+				Also: store.InsertDeadLetter(store.NewDeadLetter{TaskID: charge, Type: "ax.noop", Status: contracts.StatusFailed, Attempt: attempt, LastError: msg})})
+			require.NoError(t, err)
+			require.Equal(t, contracts.WorkflowRunning, f.workflow(t, wf.ID).Status, "the failure is handled by audit")
+
+			due := time.Now().UnixMilli()
+			if c.unmarked {
+				_, err = f.st.Transfer(ctx, store.TransferParams{TaskID: charge, From: contracts.StatusFailed, To: contracts.StatusRetrying,
+					Attempt: &attempt, ResetRetries: true, NextRunTimeMs: &due, Actor: "old-release", Reason: "re-run"})
+				require.NoError(t, err)
+			} else {
+				letters, err := f.st.ListDeadLetters(ctx, store.DeadLetterQuery{Limit: 10})
+				require.NoError(t, err)
+				require.Len(t, letters, 1)
+				_, err = f.st.RetryDeadLetter(ctx, letters[0].ID, "alice", due)
+				require.NoError(t, err)
+			}
+			_, err = f.st.Transfer(ctx, store.TransferParams{TaskID: charge, From: contracts.StatusRetrying, To: contracts.StatusReady, Reason: "due"})
+			require.NoError(t, err)
+			finish(t, f.st, charge, contracts.StatusSuccess)
+			finish(t, f.st, ids["other"], contracts.StatusSuccess)
+			require.Equal(t, contracts.WorkflowRunning, f.workflow(t, wf.ID).Status, "audit has not ended")
+			finish(t, f.st, ids["audit"], contracts.StatusSuccess)
+			require.Equal(t, contracts.WorkflowSucceeded, f.workflow(t, wf.ID).Status)
+			var open int
+			require.NoError(t, f.st.DB().QueryRow(`SELECT open_steps FROM workflows`).Scan(&open))
+			require.Zero(t, open)
+		})
+	}
+}

@@ -177,16 +177,22 @@ func insertTaskRows(ctx context.Context, tx *sql.Tx, nts []NewTask, at time.Time
 			bizKey = []byte(*nt.BizKey)
 		}
 		dag := nt.DAG || len(nt.Parents) > 0
-		var children, parents any
+		var children, parents, wf, role any
 		if dag && !nt.EdgesLater {
 			children, parents = boolRank(named[nt.ID]), len(nt.Parents)
 		}
+		if dag {
+			role = nt.WorkflowRole
+		}
+		if nt.WorkflowID != 0 {
+			wf = nt.WorkflowID
+		}
 		rows[i] = []any{nt.ID, nt.Type, nt.Priority.Rank(), bizKey, nt.Payload, string(nt.Status),
-			nt.NextRunTimeMs, nt.MaxRetries, nt.TimeoutMs, dag, children, parents, at, at, nullString(nt.TraceParent)}
+			nt.NextRunTimeMs, nt.MaxRetries, nt.TimeoutMs, dag, children, parents, at, at, nullString(nt.TraceParent), wf, role}
 	}
 	err := insertRows(ctx, tx, `INSERT INTO tasks
 		(id, task_type, priority, biz_key, payload, status, next_run_time, max_retry_count, timeout_ms,
-		 dag, dag_children, dag_parents, created_at, updated_at, trace_parent) VALUES `, ` ON DUPLICATE KEY UPDATE id = IF(id = VALUES(id), NULL, id)`, rows)
+		 dag, dag_children, dag_parents, created_at, updated_at, trace_parent, workflow_id, workflow_role) VALUES `, ` ON DUPLICATE KEY UPDATE id = IF(id = VALUES(id), NULL, id)`, rows)
 	if isNullID(err) {
 		return nil, fmt.Errorf("insert tasks: %w", ErrIDTaken)
 	}

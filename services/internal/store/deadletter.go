@@ -150,6 +150,12 @@ func (s *Store) RetryDeadLetter(ctx context.Context, id int64, actor string, due
 		if err != nil {
 			return err
 		}
+		// A workflow step ended already: its next end must not count again,
+		// so its row no longer vouches for it (migration 0019).
+		if _, err := tx.ExecContext(ctx, `UPDATE tasks SET workflow_role = workflow_role | ? WHERE id = ? AND workflow_role & ? <> 0`,
+			roleEndedBefore, d.TaskID, roleStep); err != nil {
+			return fmt.Errorf("mark task %d re-run: %w", d.TaskID, err)
+		}
 		now := s.now().UTC()
 		if _, err := tx.ExecContext(ctx, `UPDATE dead_letters SET retried_at = ?, retried_by = ? WHERE id = ?`, now, Truncate(actor, 255), id); err != nil {
 			return fmt.Errorf("mark dead letter %d re-run: %w", id, err)

@@ -176,7 +176,7 @@ func lockStatuses(ctx context.Context, tx *sql.Tx, ids []int64) (map[int64]contr
 // their workflows told. Known leaves (dag_children 0, read under the row
 // lock this transaction holds, which a child created meanwhile needs to
 // set it) are not searched for children.
-func (s *Store) afterFinal(ctx context.Context, tx *sql.Tx, finals map[int64]contracts.Status, leaves map[int64]bool) error {
+func (s *Store) afterFinal(ctx context.Context, tx *sql.Tx, finals map[int64]contracts.Status, leaves map[int64]bool, rows map[int64]rowState) error {
 	ids := make([]int64, 0, len(finals))
 	for id := range finals {
 		ids = append(ids, id)
@@ -191,7 +191,7 @@ func (s *Store) afterFinal(ctx context.Context, tx *sql.Tx, finals map[int64]con
 	if err := s.settleChildrenOf(ctx, tx, look, finals); err != nil {
 		return err
 	}
-	return s.workflowsAfterFinal(ctx, tx, ids, finals)
+	return s.workflowsAfterFinal(ctx, tx, ids, finals, rows)
 }
 
 // settleChildrenOf settles the children of the parents that just ended
@@ -694,12 +694,25 @@ func (s *Store) Parents(ctx context.Context, id int64) ([]Dependency, error) {
 // execIn runs head followed by "(ids...)" in chunks; args fill head's own
 // placeholders.
 func execIn(ctx context.Context, tx *sql.Tx, head string, ids []int64, args ...any) error {
+	_, err := execInCount(ctx, tx, head, ids, args...)
+	return err
+}
+
+// execInCount is execIn, returning how many rows changed.
+func execInCount(ctx context.Context, tx *sql.Tx, head string, ids []int64, args ...any) (int64, error) {
+	var n int64
 	for chunk := range slices.Chunk(ids, batchChunkRows) {
-		if _, err := tx.ExecContext(ctx, head+"("+marks(len(chunk))+")", append(slices.Clone(args), int64Args(chunk)...)...); err != nil {
-			return err
+		res, err := tx.ExecContext(ctx, head+"("+marks(len(chunk))+")", append(slices.Clone(args), int64Args(chunk)...)...)
+		if err != nil {
+			return n, err
 		}
+		k, err := res.RowsAffected()
+		if err != nil {
+			return n, err
+		}
+		n += k
 	}
-	return nil
+	return n, nil
 }
 
 // queryPairs runs head "(ids...)" tail in chunks and returns the first two

@@ -234,7 +234,22 @@ type NewTask struct {
 	// TraceParent is the W3C trace context every span of the task joins
 	// (tracing); empty for none.
 	TraceParent string
+	// WorkflowID and WorkflowRole place a DAG task in its workflow
+	// (migration 0019): roleStep or roleCompensation of workflow
+	// WorkflowID, or 0 for a DAG task in none. Set by CreateWorkflows.
+	WorkflowID   int64
+	WorkflowRole int
 }
+
+// The parts a task plays in a workflow (tasks.workflow_role, bits).
+const (
+	roleStep         = 1
+	roleCompensation = 2
+	// roleEndedBefore marks a step re-run from a dead letter after it
+	// ended: its later ends are looked up as before (workflow_steps
+	// knows it ended).
+	roleEndedBefore = 8
+)
 
 // Dependency is one parent of a task and the condition it must meet.
 type Dependency struct {

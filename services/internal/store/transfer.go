@@ -332,7 +332,13 @@ type rowState struct {
 	// looks for no children; it has exactly one parent, so that parent's
 	// end settles it without reading its edges.
 	leaf, oneParent bool
-	run             *RunFields // only when the batch claims
+	// workflow and role are the task's workflow and its part in it
+	// (migration 0019), when roleKnown; otherwise its workflow is looked
+	// up when it ends.
+	workflow  int64
+	role      int
+	roleKnown bool
+	run       *RunFields // only when the batch claims
 	// traceParent is the task's trace context, which its history rows and
 	// transfer spans carry.
 	traceParent string
@@ -533,7 +539,7 @@ func (s *Store) settleDAG(ctx context.Context, tx *sql.Tx, plan []plannedStep, r
 	if finals == nil {
 		return nil
 	}
-	return s.afterFinal(ctx, tx, finals, leaves)
+	return s.afterFinal(ctx, tx, finals, leaves, rows)
 }
 
 // lockRows reads and locks the rows of ids; ascending primary-key order
@@ -544,7 +550,7 @@ func lockRows(ctx context.Context, tx *sql.Tx, ids []int64, withRun bool) (map[i
 	slices.Sort(uniq)
 	uniq = slices.Compact(uniq)
 	rows := make(map[int64]rowState, len(uniq))
-	cols := "id, task_type, priority, attempt, next_run_time, status, dag, trace_parent, dag_children, dag_parents"
+	cols := "id, task_type, priority, attempt, next_run_time, status, dag, trace_parent, dag_children, dag_parents, workflow_id, workflow_role"
 	if withRun {
 		cols += ", payload, timeout_ms, retry_count, max_retry_count"
 	}
@@ -567,8 +573,10 @@ func lockRows(ctx context.Context, tx *sql.Tx, ids []int64, withRun bool) (map[i
 				tp     sql.NullString
 				kids   sql.NullInt16
 				heads  sql.NullInt16
+				wf     sql.NullInt64
+				role   sql.NullInt16
 			)
-			dest := []any{&id, &st.taskType, &prio, &st.attempt, &st.next, &status, &st.dag, &tp, &kids, &heads}
+			dest := []any{&id, &st.taskType, &prio, &st.attempt, &st.next, &status, &st.dag, &tp, &kids, &heads, &wf, &role}
 			if withRun {
 				st.run = &RunFields{}
 				dest = append(dest, &st.run.Payload, &st.run.TimeoutMs, &st.run.RetryCount, &st.run.MaxRetries)
@@ -582,6 +590,7 @@ func lockRows(ctx context.Context, tx *sql.Tx, ids []int64, withRun bool) (map[i
 			st.traceParent = tp.String
 			st.leaf = kids.Valid && kids.Int16 == 0
 			st.oneParent = heads.Valid && heads.Int16 == 1
+			st.workflow, st.role, st.roleKnown = wf.Int64, int(role.Int16), role.Valid
 			if st.run != nil {
 				st.run.TraceParent = tp.String
 			}

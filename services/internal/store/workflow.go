@@ -201,13 +201,14 @@ func workflowTasks(nws []NewWorkflow, created map[int64]bool) []NewTask {
 			continue
 		}
 		for _, st := range nw.Steps {
-			st.Task.DAG = true
+			st.Task.DAG, st.Task.WorkflowID, st.Task.WorkflowRole = true, nw.ID, roleStep
 			tasks = append(tasks, st.Task)
 		}
 		for _, st := range nw.Steps {
 			if st.Compensation != nil {
 				c := *st.Compensation
 				c.DAG, c.EdgesLater, c.Status = true, true, contracts.StatusSuspend
+				c.WorkflowID, c.WorkflowRole = nw.ID, roleCompensation
 				tasks = append(tasks, c)
 			}
 		}

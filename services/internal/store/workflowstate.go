@@ -26,44 +26,44 @@ import (
 // stepEvent is a workflow task that ended in this transaction.
 type stepEvent struct {
 	taskID  int64
-	key     string
+	key     string // "" until read, for a step known from its row
 	status  contracts.Status
 	compFor bool // a compensation, not a step
 	// open: the step had not ended before. A step ends once; a re-run
 	// from a dead letter ending again changes nothing.
 	open bool
+	// fromRow: the task's row placed it (migration 0019), and open is
+	// assumed; recordStepEnds checks it.
+	fromRow bool
 }
 
 // workflowsAfterFinal tells the workflows of the tasks in ids (those that
-// are steps or compensations) that they ended with finals.
-func (s *Store) workflowsAfterFinal(ctx context.Context, tx *sql.Tx, ids []int64, finals map[int64]contracts.Status) error {
+// are steps or compensations) that they ended with finals. rows, the
+// tasks as locked, name the workflow of the tasks created since migration
+// 0019; the others are looked up in workflow_steps.
+func (s *Store) workflowsAfterFinal(ctx context.Context, tx *sql.Tx, ids []int64, finals map[int64]contracts.Status, rows map[int64]rowState) error {
 	byWF := map[int64][]stepEvent{}
-	// Steps and compensations in one round trip: the outcome transaction
-	// this runs in holds every outcome behind it in its writer.
-	for chunk := range slices.Chunk(ids, batchChunkRows) {
-		in := `(` + marks(len(chunk)) + `)`
-		args := append(int64Args(chunk), int64Args(chunk)...)
-		rows, err := tx.QueryContext(ctx, `SELECT workflow_id, task_id, step_key, final_status IS NULL, 0 FROM workflow_steps WHERE task_id IN `+in+`
-			UNION ALL SELECT workflow_id, compensation_task_id, step_key, final_status IS NULL, 1 FROM workflow_steps WHERE compensation_task_id IN `+in, args...)
-		if err != nil {
-			return fmt.Errorf("find workflows: %w", err)
+	var look []int64
+	for _, id := range ids {
+		st := rows[id]
+		switch {
+		case !st.roleKnown || st.role&roleEndedBefore != 0:
+			look = append(look, id)
+		case st.role&roleStep != 0:
+			byWF[st.workflow] = append(byWF[st.workflow], stepEvent{taskID: id, status: finals[id], open: true, fromRow: true})
+		case st.role&roleCompensation != 0:
+			byWF[st.workflow] = append(byWF[st.workflow], stepEvent{taskID: id, status: finals[id], compFor: true, fromRow: true})
 		}
-		for rows.Next() {
-			var wf int64
-			var e stepEvent
-			if err := rows.Scan(&wf, &e.taskID, &e.key, &e.open, &e.compFor); err != nil {
-				rows.Close()
-				return fmt.Errorf("find workflows: %w", err)
-			}
-			e.status = finals[e.taskID]
-			byWF[wf] = append(byWF[wf], e)
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return fmt.Errorf("find workflows: %w", err)
-		}
+		// Role 0: a DAG task in no workflow.
 	}
-	if err := recordStepEnds(ctx, tx, byWF); err != nil {
+	if err := lookUpSteps(ctx, tx, look, finals, byWF); err != nil {
+		return err
+	}
+	if len(byWF) == 0 {
+		return nil
+	}
+	recount, err := recordStepEnds(ctx, tx, byWF)
+	if err != nil {
 		return err
 	}
 	wfs := make([]int64, 0, len(byWF))
@@ -73,6 +73,9 @@ func (s *Store) workflowsAfterFinal(ctx context.Context, tx *sql.Tx, ids []int64
 	slices.Sort(wfs)
 	locked, err := lockWorkflows(ctx, tx, wfs)
 	if err != nil {
+		return err
+	}
+	if err := recountOpenSteps(ctx, tx, locked, recount, byWF); err != nil {
 		return err
 	}
 	// The common case (a step ended, maybe the workflow with it) is
@@ -107,22 +110,88 @@ func (s *Store) workflowsAfterFinal(ctx context.Context, tx *sql.Tx, ids []int64
 	})
 }
 
+// lookUpSteps finds in workflow_steps the workflows of the tasks in ids
+// that are steps or compensations, steps and compensations in one round
+// trip: the outcome transaction this runs in holds every outcome behind
+// it in its writer.
+func lookUpSteps(ctx context.Context, tx *sql.Tx, ids []int64, finals map[int64]contracts.Status, byWF map[int64][]stepEvent) error {
+	for chunk := range slices.Chunk(ids, batchChunkRows) {
+		in := `(` + marks(len(chunk)) + `)`
+		args := append(int64Args(chunk), int64Args(chunk)...)
+		rows, err := tx.QueryContext(ctx, `SELECT workflow_id, task_id, step_key, final_status IS NULL, 0 FROM workflow_steps WHERE task_id IN `+in+`
+			UNION ALL SELECT workflow_id, compensation_task_id, step_key, final_status IS NULL, 1 FROM workflow_steps WHERE compensation_task_id IN `+in, args...)
+		if err != nil {
+			return fmt.Errorf("find workflows: %w", err)
+		}
+		for rows.Next() {
+			var wf int64
+			var e stepEvent
+			if err := rows.Scan(&wf, &e.taskID, &e.key, &e.open, &e.compFor); err != nil {
+				rows.Close()
+				return fmt.Errorf("find workflows: %w", err)
+			}
+			e.status = finals[e.taskID]
+			byWF[wf] = append(byWF[wf], e)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return fmt.Errorf("find workflows: %w", err)
+		}
+	}
+	return nil
+}
+
 // recordStepEnds writes the final state of the steps that ended, one
 // statement per state. The steps' task rows are locked by the transfer,
-// so nobody else ends them meanwhile.
-func recordStepEnds(ctx context.Context, tx *sql.Tx, byWF map[int64][]stepEvent) error {
+// so nobody else ends them meanwhile. A step its row placed is assumed
+// not to have ended before; when fewer rows change than were assumed open
+// (a step re-run from a dead letter by a release before migration 0019,
+// which did not mark it), the workflows of that state are returned, for
+// their open steps to be counted afresh.
+func recordStepEnds(ctx context.Context, tx *sql.Tx, byWF map[int64][]stepEvent) (map[int64]bool, error) {
 	byStatus := map[contracts.Status][]int64{}
-	for _, evs := range byWF {
+	wfsOf := map[contracts.Status][]int64{}
+	for wf, evs := range byWF {
 		for _, e := range evs {
 			if !e.compFor && e.open {
 				byStatus[e.status] = append(byStatus[e.status], e.taskID)
+				wfsOf[e.status] = append(wfsOf[e.status], wf)
 			}
 		}
 	}
+	var recount map[int64]bool
 	for st, ids := range byStatus {
-		if err := execIn(ctx, tx, `UPDATE workflow_steps FORCE INDEX (uk_workflow_steps_task) SET final_status = ? WHERE task_id IN `, ids, string(st)); err != nil {
-			return fmt.Errorf("record the end of %d step(s): %w", len(ids), err)
+		n, err := execInCount(ctx, tx, `UPDATE workflow_steps FORCE INDEX (uk_workflow_steps_task) SET final_status = ? WHERE final_status IS NULL AND task_id IN `, ids, string(st))
+		if err != nil {
+			return nil, fmt.Errorf("record the end of %d step(s): %w", len(ids), err)
 		}
+		if n < int64(len(ids)) {
+			if recount == nil {
+				recount = map[int64]bool{}
+			}
+			for _, wf := range wfsOf[st] {
+				recount[wf] = true
+			}
+		}
+	}
+	return recount, nil
+}
+
+// recountOpenSteps sets the open steps of the locked workflows in recount
+// to what workflow_steps says, plus the ends workflowEvents is about to
+// count.
+func recountOpenSteps(ctx context.Context, tx *sql.Tx, locked map[int64]*workflowRow, recount map[int64]bool, byWF map[int64][]stepEvent) error {
+	for wf := range recount {
+		var n int
+		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM workflow_steps WHERE workflow_id = ? AND final_status IS NULL`, wf).Scan(&n); err != nil {
+			return fmt.Errorf("count the open steps of workflow %d: %w", wf, err)
+		}
+		for _, e := range byWF[wf] {
+			if !e.compFor && e.open {
+				n++
+			}
+		}
+		locked[wf].openSteps = n
 	}
 	return nil
 }
@@ -206,6 +275,11 @@ func (s *Store) startCompensation(ctx context.Context, tx *sql.Tx, w *workflowRo
 	chain := make([]int64, len(comps))
 	for i, c := range comps {
 		chain[i] = c[0]
+	}
+	if failed.key == "" {
+		if err := tx.QueryRowContext(ctx, `SELECT step_key FROM workflow_steps WHERE task_id = ?`, failed.taskID).Scan(&failed.key); err != nil {
+			return fmt.Errorf("step of task %d: %w", failed.taskID, err)
+		}
 	}
 	why := fmt.Sprintf("step %q (task %d) ended %s", failed.key, failed.taskID, failed.status)
 	if len(chain) == 0 {

@@ -1,0 +1,1 @@
+ALTER TABLE tasks DROP COLUMN workflow_role, DROP COLUMN workflow_id;
