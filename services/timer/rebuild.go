@@ -69,6 +69,11 @@ func (t *Timer) reconcileLoop(ctx context.Context) error {
 	}
 }
 
+// markSkewMs is how far apart two processes' scheduler clocks may be
+// (each follows Redis TIME): a dispatch mark further than this before a
+// task's due time is from an earlier attempt.
+const markSkewMs = 50
+
 // reconcilePages bounds how many pages of candidates one reconcile pass
 // reads: under a deep backlog most candidates were dispatched and are
 // merely waiting for an executor.
@@ -76,7 +81,8 @@ const reconcilePages = 10
 
 // Reconcile re-indexes READY tasks that are overdue by more than the grace
 // period and have not been dispatched recently (the dispatcher's marks in
-// Redis): their READY event or their due command was lost. It also trims
+// Redis) nor since they came due: their READY event or their due command
+// was lost. It also trims
 // marks too old to matter. It returns how many tasks it re-indexed.
 func (t *Timer) Reconcile(ctx context.Context) (int, error) {
 	now, err := t.rdb.Time(ctx).Result()
@@ -111,8 +117,11 @@ func (t *Timer) Reconcile(ctx context.Context) (int, error) {
 		}
 		var stale []store.DueRef
 		for i, r := range page {
-			// A missing member scores 0: never dispatched, or long ago.
-			if marks[i] <= float64(recent) {
+			// A missing member scores 0: never dispatched, or long ago. A
+			// mark older than the task's due time belongs to an earlier
+			// attempt (a retry's backoff starts after its attempt ran):
+			// it says nothing of this one, which a killed timer may hold.
+			if marks[i] <= float64(recent) || marks[i] < float64(r.NextRunTimeMs-markSkewMs) {
 				stale = append(stale, r)
 			}
 		}

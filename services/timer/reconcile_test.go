@@ -3,6 +3,7 @@ package timer
 import (
 	"context"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -57,4 +58,47 @@ func TestReconcileRedrivesOnlyTasksNotDispatchedLately(t *testing.T) {
 	left, err := tm.rdb.ZCard(ctx, tm.keys.Dispatched()).Result()
 	require.NoError(t, err)
 	require.EqualValues(t, 25, left, "the hour-old mark is trimmed, the recent ones kept")
+}
+
+// TestReconcileRedrivesARetryDispatchedOnlyBeforeItsBackoff: a RETRYING
+// task whose backoff is long over was dispatched lately, but for the
+// attempt before it (the mark predates its due time). Its READY event may
+// sit unacknowledged with a killed timer until NATS redelivers it (30 s):
+// the reconciler re-drives it after the grace. A READY task dispatched
+// after it came due is left alone.
+func TestReconcileRedrivesARetryDispatchedOnlyBeforeItsBackoff(t *testing.T) {
+	tm, st := newTimer(t)
+	tm.cfg.ReconcileGrace = time.Millisecond
+	ctx := context.Background()
+	now, err := tm.rdb.Time(ctx).Result()
+	require.NoError(t, err)
+	due := now.Add(-2 * time.Second).UnixMilli()
+	const retry, ready = int64(9100), int64(9101)
+	for _, id := range []int64{retry, ready} {
+		_, _, err := st.CreateTask(ctx, store.NewTask{ID: id, Type: "ax.noop", Priority: contracts.PriorityNormal,
+			Payload: []byte(`{}`), Status: contracts.StatusReady, NextRunTimeMs: due, MaxRetries: 3, TimeoutMs: 1000, Reason: "test"})
+		require.NoError(t, err)
+	}
+	// The retry: claimed, failed, RETRYING with its backoff over at due.
+	res, err := st.Transfer(ctx, store.TransferParams{TaskID: retry, From: contracts.StatusReady, To: contracts.StatusRunning,
+		Claim: true, Executor: "n1", Actor: "executor@n1", Reason: "claimed"})
+	require.NoError(t, err)
+	attempt, next := res.Attempt, due
+	_, err = st.TransferChain(ctx,
+		store.TransferParams{TaskID: retry, From: contracts.StatusRunning, To: contracts.StatusFailed, Attempt: &attempt, Reason: "handler failed"},
+		store.TransferParams{TaskID: retry, From: contracts.StatusFailed, To: contracts.StatusRetrying, Attempt: &attempt,
+			IncrementRetry: true, NextRunTimeMs: &next, Reason: "retry 1 of 3"})
+	require.NoError(t, err)
+	require.NoError(t, tm.rdb.ZAdd(ctx, tm.keys.Dispatched(),
+		redis.Z{Score: float64(due - 500), Member: strconv.FormatInt(retry, 10)},
+		redis.Z{Score: float64(due + 10), Member: strconv.FormatInt(ready, 10)}).Err())
+	time.Sleep(20 * time.Millisecond) // past the grace on the database clock
+
+	got, err := tm.Reconcile(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 1, got)
+	indexed, err := tm.rdb.ZRange(ctx, tm.keys.Lane(contracts.PriorityNormal), 0, -1).Result()
+	require.NoError(t, err)
+	require.Len(t, indexed, 1)
+	require.True(t, strings.HasPrefix(indexed[0], strconv.FormatInt(retry, 10)+":"), indexed[0])
 }
