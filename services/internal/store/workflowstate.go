@@ -31,10 +31,9 @@ type stepEvent struct {
 	compFor bool // a compensation, not a step
 	// open: the step had not ended before. A step ends once; a re-run
 	// from a dead letter ending again changes nothing.
+	// A step its row places (migration 0019) is assumed open;
+	// recordStepEnds checks it.
 	open bool
-	// fromRow: the task's row placed it (migration 0019), and open is
-	// assumed; recordStepEnds checks it.
-	fromRow bool
 }
 
 // workflowsAfterFinal tells the workflows of the tasks in ids (those that
@@ -50,9 +49,9 @@ func (s *Store) workflowsAfterFinal(ctx context.Context, tx *sql.Tx, ids []int64
 		case !st.roleKnown || st.role&roleEndedBefore != 0:
 			look = append(look, id)
 		case st.role&roleStep != 0:
-			byWF[st.workflow] = append(byWF[st.workflow], stepEvent{taskID: id, status: finals[id], open: true, fromRow: true})
+			byWF[st.workflow] = append(byWF[st.workflow], stepEvent{taskID: id, status: finals[id], open: true})
 		case st.role&roleCompensation != 0:
-			byWF[st.workflow] = append(byWF[st.workflow], stepEvent{taskID: id, status: finals[id], compFor: true, fromRow: true})
+			byWF[st.workflow] = append(byWF[st.workflow], stepEvent{taskID: id, status: finals[id], compFor: true})
 		}
 		// Role 0: a DAG task in no workflow.
 	}
