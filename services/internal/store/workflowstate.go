@@ -30,9 +30,8 @@ type stepEvent struct {
 	status  contracts.Status
 	compFor bool // a compensation, not a step
 	// open: the step had not ended before. A step ends once; a re-run
-	// from a dead letter ending again changes nothing.
-	// A step its row places (migration 0019) is assumed open;
-	// recordStepEnds checks it.
+	// from a dead letter ending again changes nothing. A step its row
+	// places (migration 0019) is assumed open, and recordStepEnds checks.
 	open bool
 }
 
