@@ -107,8 +107,32 @@ func BenchmarkTransferBatch(b *testing.B) {
 // tasks/s (the same two transfers, history rows and events per task as
 // BenchmarkTransferBatch).
 func BenchmarkTransferBatchFused(b *testing.B) {
+	benchFused(b, func(_ int, id int64) []store.TransferParams { return []store.TransferParams{benchFinish(id)} })
+}
+
+// BenchmarkTransferBatchFusedRetry: BenchmarkTransferBatchFused for runs
+// that fail and retry, as a failing dependency makes them: each task's
+// claim, failure and retry as one chain, each retry due at its own time
+// (the backoff's jitter), in batches of 100; reports tasks/s (four history
+// rows and events per task).
+func BenchmarkTransferBatchFusedRetry(b *testing.B) {
+	one, msg := 1, "downstream refused"
+	benchFused(b, func(n int, id int64) []store.TransferParams {
+		due := time.Now().Add(time.Second).UnixMilli() + int64(n)
+		return []store.TransferParams{
+			{TaskID: id, From: contracts.StatusRunning, To: contracts.StatusFailed, Attempt: &one, LastError: &msg, Reason: "failed"},
+			{TaskID: id, From: contracts.StatusFailed, To: contracts.StatusRetrying, Attempt: &one,
+				IncrementRetry: true, ClearExecutor: true, NextRunTimeMs: &due, Reason: "retry 1 of 3"}}
+	})
+}
+
+// benchFused writes b.N batches of 100 fused runs: one plain read of the
+// rows (RunRows), then each task's claim followed by outcome(n, id) (n
+// counts the tasks) as one chain, all in one transaction.
+func benchFused(b *testing.B, outcome func(n int, id int64) []store.TransferParams) {
 	st, batches := benchBatches(b, 100)
 	start := time.Now()
+	n := 0
 	for _, ids := range batches {
 		rows, err := st.RunRows(context.Background(), ids)
 		if err != nil || len(rows) != len(ids) {
@@ -118,7 +142,8 @@ func BenchmarkTransferBatchFused(b *testing.B) {
 		for j, id := range ids {
 			claim := benchClaim(id)
 			claim.SkipRun = true
-			chains[j] = []store.TransferParams{claim, benchFinish(id)}
+			chains[j] = append([]store.TransferParams{claim}, outcome(n, id)...)
+			n++
 		}
 		benchTransfer(b, st, chains)
 	}

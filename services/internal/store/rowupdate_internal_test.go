@@ -1,6 +1,8 @@
 package store
 
 import (
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -61,6 +63,56 @@ func TestRowUpdates(t *testing.T) {
 				g := got[i]
 				require.Equal(t, w, want{g.id, g.from, g.to, g.layer, g.set, g.args}, "update %d", i)
 			}
+		})
+	}
+}
+
+// updateStatements writes rows going the same way in one statement even
+// where each row's values differ (every failed attempt's own due time and
+// error), and keeps apart rows whose columns differ.
+func TestUpdateStatementsFoldRowsWithTheirOwnValues(t *testing.T) {
+	one := 1
+	failed := func(id int64, msg string, due int64) []plannedStep {
+		return []plannedStep{
+			{p: TransferParams{TaskID: id, From: contracts.StatusRunning, To: contracts.StatusFailed, Attempt: &one, LastError: &msg}},
+			{p: TransferParams{TaskID: id, From: contracts.StatusFailed, To: contracts.StatusRetrying, Attempt: &one,
+				ClearExecutor: true, IncrementRetry: true, NextRunTimeMs: &due}},
+		}
+	}
+	many := func(n int, f func(int) []plannedStep) []plannedStep {
+		var out []plannedStep
+		for i := range n {
+			out = append(out, f(i)...)
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name  string
+		plan  []plannedStep
+		rows  []int // rows of each statement
+		cases int   // CASE expressions in all statements
+	}{
+		{"same values", slices.Concat(failed(1, "boom", 7), failed(2, "boom", 7)), []int{2}, 0},
+		{"own due times", slices.Concat(failed(1, "boom", 7), failed(2, "boom", 8), failed(3, "boom", 9)), []int{3}, 1},
+		{"own due times and errors", slices.Concat(failed(1, "a", 7), failed(2, "b", 8)), []int{2}, 2},
+		{"one row", failed(1, "a", 7), []int{1}, 0},
+		{"at most byIDRows rows look their values up by id", many(250, func(i int) []plannedStep { return failed(int64(i), "a", int64(i)) }),
+			[]int{byIDRows, byIDRows, 250 - 2*byIDRows}, 3},
+		{"rows alike need no lookup", many(250, func(i int) []plannedStep { return failed(int64(i), "a", 7) }), []int{250}, 0},
+		{"different columns stay apart", append(failed(1, "a", 7),
+			plannedStep{p: TransferParams{TaskID: 2, From: contracts.StatusRunning, To: contracts.StatusFailed, Attempt: &one}}), []int{1, 1}, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := updateStatements(tc.plan)
+			var rows []int
+			cases := 0
+			for _, st := range got {
+				rows = append(rows, st.rows)
+				cases += strings.Count(st.query, "CASE id")
+				require.Equal(t, strings.Count(st.query, "?"), len(st.args), "placeholders and arguments of %s", st.query)
+			}
+			require.ElementsMatch(t, tc.rows, rows)
+			require.Equal(t, tc.cases, cases)
 		})
 	}
 }

@@ -717,14 +717,38 @@ func mergeable(have, add []assign) bool {
 }
 
 // updateRows writes the planned steps, one UPDATE per row (rowUpdates),
-// folding rows changed in the same way into one UPDATE ... WHERE id IN: a
+// folding rows changed in the same way into one UPDATE ... WHERE id IN (a
 // batch of fused claims and outcomes costs one statement per kind of
-// outcome. A row's updates keep their order (by layer); rows are
-// independent of one another. The rows are locked and were checked, so
-// each must be in the update's from state; a row that is not (a bug) gets
-// a NULL status, which strict mode refuses, and the error rolls the batch
-// back. plan is left as it is (its order is the history rows').
+// outcome; see updateStatements). A row's updates keep their order (by
+// layer); rows are independent of one another. The rows are locked and
+// were checked, so each must be in the update's from state; a row that is
+// not (a bug) gets a NULL status, which strict mode refuses, and the error
+// rolls the batch back. plan is left as it is (its order is the history
+// rows').
 func updateRows(ctx context.Context, tx *sql.Tx, plan []plannedStep) error {
+	for _, st := range updateStatements(plan) {
+		if _, err := tx.ExecContext(ctx, st.query, st.args...); err != nil {
+			return fmt.Errorf("transfer %d task(s) %s->%s: %w", st.rows, st.from, st.to, err)
+		}
+	}
+	return nil
+}
+
+// updateStatement is one UPDATE of updateRows.
+type updateStatement struct {
+	query    string
+	args     []any
+	rows     int
+	from, to contracts.Status
+}
+
+// updateStatements folds the row updates of plan into statements: rows of
+// one layer going the same way with the same columns set share one
+// UPDATE. Where their values differ (each failed attempt's own due time
+// and error), the column takes each row's value by its id (CASE id WHEN
+// ... THEN ... END): a batch of failures that retry costs one statement,
+// not one per task.
+func updateStatements(plan []plannedStep) []updateStatement {
 	ups := rowUpdates(plan)
 	slices.SortStableFunc(ups, func(a, b rowUpdate) int {
 		if a.layer != b.layer {
@@ -735,27 +759,90 @@ func updateRows(ctx context.Context, tx *sql.Tx, plan []plannedStep) error {
 		}
 		return strings.Compare(a.set, b.set)
 	})
+	var out []updateStatement
 	for len(ups) > 0 {
 		u := ups[0]
-		n := 1
+		n, own := 1, false // own: some row's values differ from u's
 		for n < len(ups) && n < batchChunkRows && ups[n].layer == u.layer && ups[n].from == u.from && ups[n].to == u.to &&
-			ups[n].set == u.set && slices.Equal(ups[n].args, u.args) {
+			ups[n].set == u.set {
+			if !own && !slices.Equal(ups[n].args, u.args) {
+				if !byRow(u) {
+					break
+				}
+				own = true
+			}
+			if own && n >= byIDRows {
+				break
+			}
 			n++
 		}
-		all := make([]any, 0, len(u.args)+n+2)
+		set, setArgs := foldSet(ups[:n])
+		all := make([]any, 0, len(setArgs)+n+2)
 		all = append(all, string(u.from), string(u.to))
-		all = append(all, u.args...)
+		all = append(all, setArgs...)
 		for _, v := range ups[:n] {
 			all = append(all, v.id)
 		}
-		_, err := tx.ExecContext(ctx, "UPDATE tasks FORCE INDEX (PRIMARY) SET status = IF(status = ?, ?, NULL), "+u.set+" WHERE id IN (?"+
-			strings.Repeat(", ?", n-1)+")", all...)
-		if err != nil {
-			return fmt.Errorf("transfer %d task(s) %s->%s: %w", n, u.from, u.to, err)
-		}
+		out = append(out, updateStatement{rows: n, from: u.from, to: u.to, args: all,
+			query: "UPDATE tasks FORCE INDEX (PRIMARY) SET status = IF(status = ?, ?, NULL), " + set +
+				" WHERE id IN (?" + strings.Repeat(", ?", n-1) + ")"})
 		ups = ups[n:]
 	}
-	return nil
+	return out
+}
+
+// byIDRows bounds the rows of a statement that sets a column by id: each
+// row's CASE looks its id up among all of them. At 500 rows with two such
+// columns one statement took 6.9 ms against 5.9 ms for five of 100 (and
+// 35 ms for 500 of one row each, a round trip apiece).
+const byIDRows = 100
+
+// byRow reports whether every column u sets from an argument takes it
+// plainly (col = ?), so that rows differing only in those values can take
+// each its own in one statement.
+func byRow(u rowUpdate) bool {
+	for _, a := range u.assigns {
+		if len(a.args) > 0 && (a.expr != "?" || len(a.args) != 1) {
+			return false
+		}
+	}
+	return true
+}
+
+// foldSet is the SET list (after the status) of rows that set the same
+// columns: a column every row sets to the same value is set once, one
+// whose value differs takes each row's by its id.
+func foldSet(group []rowUpdate) (string, []any) {
+	u := group[0]
+	if len(group) == 1 {
+		return u.set, u.args
+	}
+	parts := make([]string, 0, len(u.assigns)+1)
+	parts = append(parts, "updated_at = NOW(3)")
+	var args []any
+	for k, a := range u.assigns {
+		same := true
+		for _, v := range group[1:] {
+			if !slices.Equal(v.assigns[k].args, a.args) {
+				same = false
+				break
+			}
+		}
+		if same {
+			parts = append(parts, a.col+" = "+a.expr)
+			args = append(args, a.args...)
+			continue
+		}
+		var b strings.Builder
+		b.WriteString(a.col + " = CASE id")
+		for _, v := range group {
+			b.WriteString(" WHEN ? THEN ?")
+			args = append(args, v.id, v.assigns[k].args[0])
+		}
+		b.WriteString(" END")
+		parts = append(parts, b.String())
+	}
+	return strings.Join(parts, ", "), args
 }
 
 type transferRecord struct {

@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"sync"
 	"testing"
@@ -198,4 +199,39 @@ func TestADueGuardRefusesATaskDueLater(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, hist, 2)
 	require.Contains(t, hist[1].Reason, "is due at", "the rejection row names the due time")
+}
+
+// A batch of failures that retry is written in one statement for all its
+// rows (updateStatements), each row keeping its own due time and error.
+func TestTransferBatchKeepsEachFailuresOwnValues(t *testing.T) {
+	ctx := context.Background()
+	st, _ := testenv.Store(t)
+	const n = 40
+	one := 1
+	var chains [][]store.TransferParams
+	ids := make([]int64, n)
+	for i := range n {
+		ids[i] = newTask(t, st, nil).ID
+		msg := fmt.Sprintf("boom %d", i)
+		due := int64(4_000_000_000_000 + i*1_000)
+		chains = append(chains, []store.TransferParams{claim(ids[i], 0, "n1"),
+			{TaskID: ids[i], From: contracts.StatusRunning, To: contracts.StatusFailed, Attempt: &one, LastError: &msg, Reason: "failed"},
+			{TaskID: ids[i], From: contracts.StatusFailed, To: contracts.StatusRetrying, Attempt: &one,
+				ClearExecutor: true, IncrementRetry: true, NextRunTimeMs: &due, Reason: "retry"}})
+	}
+	out, err := st.TransferBatch(ctx, chains)
+	require.NoError(t, err)
+	for i, r := range out {
+		require.NoError(t, r.Err, "chain %d", i)
+	}
+	for i, id := range ids {
+		got, err := st.GetTask(ctx, id)
+		require.NoError(t, err)
+		require.Equal(t, contracts.StatusRetrying, got.Status, "task %d", i)
+		require.Equal(t, fmt.Sprintf("boom %d", i), got.LastError, "task %d", i)
+		require.Equal(t, int64(4_000_000_000_000+i*1_000), got.NextRunTimeMs, "task %d", i)
+		require.Equal(t, 1, got.RetryCount, "task %d", i)
+		require.Equal(t, 1, got.Attempt, "task %d", i)
+		require.Empty(t, got.ExecutorAddr, "task %d", i)
+	}
 }
