@@ -693,14 +693,7 @@ func rowUpdates(plan []plannedStep) []rowUpdate {
 		}
 	}
 	for i := range out {
-		u := &out[i]
-		parts := make([]string, 0, len(u.assigns)+1)
-		parts = append(parts, "updated_at = NOW(3)")
-		for _, a := range u.assigns {
-			parts = append(parts, a.col+" = "+a.expr)
-			u.args = append(u.args, a.args...)
-		}
-		u.set = strings.Join(parts, ", ")
+		out[i].set, out[i].args = foldSet(out[i : i+1])
 	}
 	return out
 }
@@ -809,14 +802,11 @@ func byRow(u rowUpdate) bool {
 	return true
 }
 
-// foldSet is the SET list (after the status) of rows that set the same
-// columns: a column every row sets to the same value is set once, one
-// whose value differs takes each row's by its id.
+// foldSet is the SET list (after the status) of one row, or of rows that
+// set the same columns: a column every row sets to the same value is set
+// once, one whose value differs takes each row's by its id.
 func foldSet(group []rowUpdate) (string, []any) {
 	u := group[0]
-	if len(group) == 1 {
-		return u.set, u.args
-	}
 	parts := make([]string, 0, len(u.assigns)+1)
 	parts = append(parts, "updated_at = NOW(3)")
 	var args []any
