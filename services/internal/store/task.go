@@ -245,6 +245,12 @@ type NewTask struct {
 const (
 	roleStep         = 1
 	roleCompensation = 2
+	// roleUncompensated marks a step of a workflow without compensations
+	// (added to roleStep at creation): its success changes nothing but
+	// its workflow's count of open steps, which one UPDATE counts down
+	// without reading the workflow first (countDownSteps). The column's
+	// comment in migration 0019 predates it; older builds ignore the bit.
+	roleUncompensated = 4
 	// roleEndedBefore marks a step re-run from a dead letter after it
 	// ended: its later ends are looked up as before (workflow_steps
 	// knows it ended).

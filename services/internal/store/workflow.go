@@ -200,8 +200,12 @@ func workflowTasks(nws []NewWorkflow, created map[int64]bool) []NewTask {
 		if created != nil && !created[nw.ID] {
 			continue
 		}
+		role := roleStep
+		if workflowTaskCount(nw) == len(nw.Steps) {
+			role |= roleUncompensated
+		}
 		for _, st := range nw.Steps {
-			st.Task.DAG, st.Task.WorkflowID, st.Task.WorkflowRole = true, nw.ID, roleStep
+			st.Task.DAG, st.Task.WorkflowID, st.Task.WorkflowRole = true, nw.ID, role
 			tasks = append(tasks, st.Task)
 		}
 		for _, st := range nw.Steps {
