@@ -212,13 +212,22 @@ func (p *page) clickText(sel, text string) {
 	require.NoError(p.t, p.poll(js), "click %s %q; the page shows:\n%s", sel, text, p.text("body"))
 }
 
+// typeInto focuses the element sel matches and types text into it, key
+// by key, as SendKeys does. Not SendKeys itself: it reads the node's
+// attribute list before taking the node's lock, which the race detector
+// reports whenever the page changes one of that node's attributes
+// meanwhile (chromedp v0.23.1, query.go).
+func typeInto(sel, text string) chromedp.Action[chromedp.Void] {
+	return chromedp.Steps(chromedp.Focus(chromedp.CSS(sel), chromedp.NodeVisible), chromedp.KeyEvent(text))
+}
+
 // login signs in with token through the console's form.
 func (p *page) login(token string) {
 	p.t.Helper()
 	p.run("sign in",
 		chromedp.WaitVisible(chromedp.CSS("#token")),
 		chromedp.Clear(chromedp.CSS("#token")),
-		chromedp.SendKeys(chromedp.CSS("#token"), token),
+		typeInto("#token", token),
 		chromedp.Click(chromedp.CSS("#login button[type=submit]")))
 }
 

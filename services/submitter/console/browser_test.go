@@ -236,7 +236,7 @@ func operatorFlow(t *testing.T, ax *axUnderTest, b *browser, sleepingID string) 
 	p.run("filter the tasks",
 		chromedp.SetValue(chromedp.CSS("#f-type"), demo.TypeSleep),
 		chromedp.SetValue(chromedp.CSS("#f-status"), string(contracts.StatusReady)),
-		chromedp.SendKeys(chromedp.CSS("#f-biz_key"), "order-1001"),
+		typeInto("#f-biz_key", "order-1001"),
 		chromedp.Click(chromedp.CSS("form.filters button[type=submit]")))
 	p.waitGone("main", done.ID) // the filter leaves other types out
 	p.waitText("main", sleepingID)
