@@ -65,11 +65,14 @@ func TestStepSuccessesCountDownTheirWorkflowEitherWay(t *testing.T) {
 		name string
 		// workflows: id, first task, compensated; the first is the one checked.
 		workflows [][3]int64
+		// pair: a two-step workflow (6: tasks 600, 601) whose first step
+		// ends with b and c, counted down by one, the diamond by two.
+		pair bool
 	}{
-		{"no compensations, alone", [][3]int64{{1, 100, 0}}},
-		{"with compensations, alone", [][3]int64{{2, 200, 1}}},
-		{"no compensations, beside one with", [][3]int64{{3, 300, 0}, {4, 400, 1}}},
-		{"no compensations, beside one of another count", [][3]int64{{5, 500, 0}}},
+		{"no compensations, alone", [][3]int64{{1, 100, 0}}, false},
+		{"with compensations, alone", [][3]int64{{2, 200, 1}}, false},
+		{"no compensations, beside one with", [][3]int64{{3, 300, 0}, {4, 400, 1}}, false},
+		{"no compensations, beside one of another count", [][3]int64{{5, 500, 0}}, true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -91,9 +94,7 @@ func TestStepSuccessesCountDownTheirWorkflowEitherWay(t *testing.T) {
 						ids = append(ids, w[1]+o)
 					}
 				}
-				if tc.name == "no compensations, beside one of another count" && i == 1 {
-					// A two-step workflow whose first step ends with b and c:
-					// counted down by one, the diamond by two.
+				if tc.pair && i == 1 {
 					_, _, err := st.CreateWorkflow(context.Background(), store.NewWorkflow{ID: 6, Name: "pair", Steps: []store.NewWorkflowStep{
 						{Key: "x", Task: dagTask(600, contracts.StatusReady)}, {Key: "y", Task: dagTask(601, contracts.StatusSuspend, 600)}}})
 					require.NoError(t, err)
@@ -104,7 +105,7 @@ func TestStepSuccessesCountDownTheirWorkflowEitherWay(t *testing.T) {
 					require.Equal(t, want[i], readWorkflowRow(t, st, w[0]), "workflow %d after batch %d", w[0], i+1)
 				}
 			}
-			if tc.name == "no compensations, beside one of another count" {
+			if tc.pair {
 				require.Equal(t, wfRow{contracts.WorkflowRunning, "", 1}, readWorkflowRow(t, st, 6))
 				claimAndEnd(t, st, []int64{601}, contracts.StatusSuccess)
 				require.Equal(t, wfRow{contracts.WorkflowSucceeded, "every step ended", 0}, readWorkflowRow(t, st, 6))
