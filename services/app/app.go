@@ -57,6 +57,10 @@ const (
 // transfers are ~330 KB, a third of JetStream's default message limit.
 const maxEventsPerMessage = 1000
 
+// maxPreparedStatements is the largest max_prepared_stmt_count MySQL and
+// MariaDB accept.
+const maxPreparedStatements = 1048576
+
 // AllServices lists the services in start order.
 var AllServices = []Service{Submitter, Timer, Dispatcher, Executor, Reaper}
 
@@ -77,6 +81,10 @@ type Config struct {
 	NATSUser      string
 	NATSPassword  string
 	NATSTLS       tlsfiles.Files
+	// MySQLPreparedStatements bounds the statements this process keeps
+	// prepared on its MySQL connections (store.Options.PreparedStatements):
+	// 0 is store.DefaultPreparedStatements, a negative value none.
+	MySQLPreparedStatements int
 	// NATSURL is the NATS server to use; empty with EmbeddedNATS starts one.
 	NATSURL      string
 	EmbeddedNATS bool
@@ -160,6 +168,9 @@ func (c *Config) Validate(services []Service) error {
 	}
 	if c.HTTPAddr == "" {
 		return errors.New("http address is empty")
+	}
+	if c.MySQLPreparedStatements > maxPreparedStatements {
+		return fmt.Errorf("mysql prepared statements %d is above %d, MySQL's own bound on a server's (max_prepared_stmt_count)", c.MySQLPreparedStatements, maxPreparedStatements)
 	}
 	for _, f := range []struct {
 		what  string
@@ -294,7 +305,8 @@ func openDeps(ctx context.Context, cfg *Config, logger *slog.Logger) (_ *deps, e
 			return nil, err
 		}
 	}
-	if d.st, err = store.Open(ctx, dsn, store.Options{Actor: "ax@" + cfg.Node}); err != nil {
+	if d.st, err = store.Open(ctx, dsn, store.Options{Actor: "ax@" + cfg.Node,
+		PreparedStatements: cfg.MySQLPreparedStatements}); err != nil {
 		return nil, err
 	}
 	d.closers = append(d.closers, func() { d.st.Close() })

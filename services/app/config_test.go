@@ -71,3 +71,16 @@ func TestConfigValidateRelayEventsPerMessage(t *testing.T) {
 		}
 	}
 }
+
+func TestConfigValidatePreparedStatements(t *testing.T) {
+	for _, tc := range []struct {
+		n  int
+		ok bool
+	}{{0, true}, {-1, true}, {1000, true}, {1048576, true}, {1048577, false}} {
+		c := app.Config{MySQLDSN: "root@tcp(127.0.0.1:3306)/ax", RedisAddr: "127.0.0.1:6379", NATSURL: "nats://127.0.0.1:4222",
+			HTTPAddr: "127.0.0.1:0", Node: "n", MySQLPreparedStatements: tc.n}
+		if err := c.Validate([]app.Service{app.Submitter}); (err == nil) != tc.ok {
+			t.Errorf("prepared statements %d: err = %v, want ok = %v", tc.n, err, tc.ok)
+		}
+	}
+}

@@ -117,6 +117,9 @@ type serverFlags struct {
 	heartbeat   time.Duration
 	// claimAfter is cfg.Executor.ClaimAfter, where 0 means none.
 	claimAfter time.Duration
+	// preparedStatements is cfg.MySQLPreparedStatements, where 0 means
+	// none.
+	preparedStatements int
 	// relayGapTracking is the inverse of cfg.Relay.NoGapTracking.
 	relayGapTracking bool
 	cpuProfile       string
@@ -129,6 +132,7 @@ type serverFlags struct {
 func (f *serverFlags) register(fs *pflag.FlagSet, command string) {
 	c := &f.cfg
 	f.registerConn(fs)
+	fs.IntVar(&f.preparedStatements, "mysql-prepared-statements", envInt("AX_MYSQL_PREPARED_STATEMENTS", store.DefaultPreparedStatements), "most statements this process keeps prepared on its MySQL connections, counted against the server's max_prepared_stmt_count; a text that runs again on a connection is prepared and its values sent binary, not lexed from the text; 0 sends every statement interpolated [AX_MYSQL_PREPARED_STATEMENTS]")
 	fs.StringVar(&c.RedisAddr, "redis-addr", envStr("AX_REDIS_ADDR", defaultRedisAddr), "Redis host:port [AX_REDIS_ADDR]")
 	fs.IntVar(&c.RedisDB, "redis-db", envInt("AX_REDIS_DB", 0), "Redis database number [AX_REDIS_DB]")
 	fs.StringVar(&c.RedisPrefix, "redis-prefix", envStr("AX_REDIS_PREFIX", "ax"), "prefix of every Redis key [AX_REDIS_PREFIX]")

@@ -75,6 +75,11 @@ func newServerCmd(name, short string, services []app.Service, embedded bool) *co
 			if f.claimAfter <= 0 {
 				cfg.Executor.ClaimAfter = -1 // the flag's 0: no window
 			}
+			if cfg.MySQLPreparedStatements = f.preparedStatements; f.preparedStatements == 0 {
+				cfg.MySQLPreparedStatements = -1 // the flag's 0: none
+			} else if f.preparedStatements < 0 {
+				return fmt.Errorf("--mysql-prepared-statements %d is negative: give 0 to prepare none", f.preparedStatements)
+			}
 			cfg.Reaper.HeartbeatInterval = f.heartbeat
 			cfg.Relay.NoGapTracking = !f.relayGapTracking
 			stopProfile, err := startCPUProfile(f.cpuProfile)

@@ -428,6 +428,7 @@ func insertRows(ctx context.Context, tx *sql.Tx, head, tail string, rows [][]any
 			size += rowBytes(rows[n])
 			n++
 		}
+		n = classDown(n) // texts of a few lengths, so that they are prepared once (preparingConnector)
 		group := "(?" + strings.Repeat(", ?", len(rows[0])-1) + ")"
 		var q strings.Builder
 		q.WriteString(head)

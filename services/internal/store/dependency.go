@@ -150,7 +150,8 @@ func lockStatuses(ctx context.Context, tx *sql.Tx, ids []int64) (map[int64]contr
 	uniq = slices.Compact(uniq)
 	out := make(map[int64]contracts.Status, len(uniq))
 	for chunk := range slices.Chunk(uniq, batchChunkRows) {
-		rows, err := tx.QueryContext(ctx, `SELECT id, status FROM tasks FORCE INDEX (PRIMARY) WHERE id IN (`+marks(len(chunk))+`) ORDER BY id FOR UPDATE`, int64Args(chunk)...)
+		in, args := inIDs(chunk)
+		rows, err := tx.QueryContext(ctx, `SELECT id, status FROM tasks FORCE INDEX (PRIMARY) WHERE id IN (`+in+`) ORDER BY id FOR UPDATE`, args...)
 		if err != nil {
 			return nil, fmt.Errorf("lock tasks: %w", err)
 		}
@@ -258,8 +259,9 @@ type foundEdge struct {
 func parentEdges(ctx context.Context, tx *sql.Tx, parents []int64) ([]foundEdge, error) {
 	var out []foundEdge
 	for chunk := range slices.Chunk(parents, batchChunkRows) {
+		in, args := inIDs(chunk)
 		rows, err := tx.QueryContext(ctx, `SELECT parent_id, child_id, cond FROM task_dependencies FORCE INDEX (PRIMARY)
-			WHERE parent_id IN (`+marks(len(chunk))+`) LOCK IN SHARE MODE`, int64Args(chunk)...)
+			WHERE parent_id IN (`+in+`) LOCK IN SHARE MODE`, args...)
 		if err != nil {
 			return nil, fmt.Errorf("find children: %w", err)
 		}
@@ -515,8 +517,9 @@ func fillDue(chains [][]TransferParams, rows map[int64]rowState, nowMs int64) {
 func childEdges(ctx context.Context, tx *sql.Tx, children []int64) (map[int64][]edge, error) {
 	out := make(map[int64][]edge, len(children))
 	for chunk := range slices.Chunk(children, batchChunkRows) {
+		in, args := inIDs(chunk)
 		rows, err := tx.QueryContext(ctx, `SELECT child_id, parent_id, cond, parent_status FROM task_dependencies
-			WHERE child_id IN (`+marks(len(chunk))+`) ORDER BY child_id, parent_id`, int64Args(chunk)...)
+			WHERE child_id IN (`+in+`) ORDER BY child_id, parent_id`, args...)
 		if err != nil {
 			return nil, fmt.Errorf("read dependencies: %w", err)
 		}
@@ -702,7 +705,8 @@ func execIn(ctx context.Context, tx *sql.Tx, head string, ids []int64, args ...a
 func execInCount(ctx context.Context, tx *sql.Tx, head string, ids []int64, args ...any) (int64, error) {
 	var n int64
 	for chunk := range slices.Chunk(ids, batchChunkRows) {
-		res, err := tx.ExecContext(ctx, head+"("+marks(len(chunk))+")", append(slices.Clone(args), int64Args(chunk)...)...)
+		in, ids := inIDs(chunk)
+		res, err := tx.ExecContext(ctx, head+"("+in+")", append(slices.Clone(args), ids...)...)
 		if err != nil {
 			return n, err
 		}
@@ -720,7 +724,8 @@ func execInCount(ctx context.Context, tx *sql.Tx, head string, ids []int64, args
 func queryPairs(ctx context.Context, tx *sql.Tx, head string, ids []int64, tail string) ([][2]int64, error) {
 	var out [][2]int64
 	for chunk := range slices.Chunk(ids, batchChunkRows) {
-		rows, err := tx.QueryContext(ctx, head+"("+marks(len(chunk))+")"+tail, int64Args(chunk)...)
+		in, args := inIDs(chunk)
+		rows, err := tx.QueryContext(ctx, head+"("+in+")"+tail, args...)
 		if err != nil {
 			return nil, err
 		}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"database/sql"
 
+	"github.com/go-sql-driver/mysql"
+
 	"github.com/axsched/ax/contracts"
 )
 
@@ -54,4 +56,35 @@ const (
 	HistoriesOfSQL = historiesOfSQL
 	EdgesIntoSQL   = edgesIntoSQL
 	StepEdgesSQL   = stepEdgesSQL
+)
+
+// OpenPreparingForTest opens a pool of one connection on dsn whose
+// statements pass through preparingConnector with budget (<= 0: none),
+// and a func that reports the statements the pool holds.
+func OpenPreparingForTest(dsn string, budget int) (*sql.DB, func() int64, error) {
+	cfg, err := ParseDSN(dsn)
+	if err != nil {
+		return nil, nil, err
+	}
+	inner, err := mysql.NewConnector(cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	c := newPreparingConnector(inner, budget)
+	db := sql.OpenDB(c)
+	db.SetMaxOpenConns(1)
+	held := func() int64 {
+		if p, ok := c.(*preparingConnector); ok {
+			return p.held.Load()
+		}
+		return 0
+	}
+	return db, held, nil
+}
+
+// Size classes, for tests.
+var (
+	ClassUp   = classUp
+	ClassDown = classDown
+	InIDs     = inIDs
 )

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strings"
 
 	"github.com/axsched/ax/contracts"
 )
@@ -38,12 +37,9 @@ func (s *Store) RunRows(ctx context.Context, ids []int64) (map[int64]RunRow, err
 	uniq = slices.Compact(uniq)
 	out := make(map[int64]RunRow, len(uniq))
 	for chunk := range slices.Chunk(uniq, batchChunkRows) {
-		args := make([]any, len(chunk))
-		for i, id := range chunk {
-			args[i] = id
-		}
+		in, args := inIDs(chunk)
 		rows, err := s.db.QueryContext(ctx, `SELECT id, status, attempt, next_run_time, payload, timeout_ms, retry_count,
-			max_retry_count, trace_parent FROM tasks FORCE INDEX (PRIMARY) WHERE id IN (?`+strings.Repeat(", ?", len(chunk)-1)+`)`, args...)
+			max_retry_count, trace_parent FROM tasks FORCE INDEX (PRIMARY) WHERE id IN (`+in+`)`, args...)
 		if err != nil {
 			return nil, fmt.Errorf("read %d tasks to run: %w", len(chunk), err)
 		}

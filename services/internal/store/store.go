@@ -43,7 +43,18 @@ type Options struct {
 	// MaxOpenConns bounds the pool of ax's own statements; defaults to
 	// 32. Once has a pool of its own (SizeOncePool).
 	MaxOpenConns int
+	// PreparedStatements bounds the statements the process keeps prepared
+	// on its connections (preparingConnector), Once's included: 0 takes
+	// DefaultPreparedStatements, a negative value keeps none (every
+	// statement is sent interpolated).
+	PreparedStatements int
 }
+
+// DefaultPreparedStatements is Options.PreparedStatements' default: the
+// hot statements of a busy process in all their sizes, with room to spare,
+// and 16 such processes within MySQL's default max_prepared_stmt_count
+// (16,382).
+const DefaultPreparedStatements = 1000
 
 // Open connects to MySQL with the settings ax relies on (strict SQL mode,
 // UTC, parsed times) and checks that the schema is one this build runs on
@@ -54,10 +65,14 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	connector, err := mysql.NewConnector(cfg)
+	inner, err := mysql.NewConnector(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("mysql connector: %w", err)
 	}
+	if opts.PreparedStatements == 0 {
+		opts.PreparedStatements = DefaultPreparedStatements
+	}
+	connector := newPreparingConnector(inner, opts.PreparedStatements)
 	db := sql.OpenDB(connector)
 	if opts.MaxOpenConns <= 0 {
 		opts.MaxOpenConns = 32

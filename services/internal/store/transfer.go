@@ -555,12 +555,9 @@ func lockRows(ctx context.Context, tx *sql.Tx, ids []int64, withRun bool) (map[i
 		cols += ", payload, timeout_ms, retry_count, max_retry_count"
 	}
 	for chunk := range slices.Chunk(uniq, batchChunkRows) {
-		args := make([]any, len(chunk))
-		for i, id := range chunk {
-			args[i] = id
-		}
+		in, args := inIDs(chunk)
 		r, err := tx.QueryContext(ctx, `SELECT `+cols+`
-			FROM tasks FORCE INDEX (PRIMARY) WHERE id IN (?`+strings.Repeat(", ?", len(chunk)-1)+`) ORDER BY id FOR UPDATE`, args...)
+			FROM tasks FORCE INDEX (PRIMARY) WHERE id IN (`+in+`) ORDER BY id FOR UPDATE`, args...)
 		if err != nil {
 			return nil, fmt.Errorf("lock tasks for transfer: %w", err)
 		}
@@ -769,16 +766,23 @@ func updateStatements(plan []plannedStep) []updateStatement {
 			}
 			n++
 		}
-		set, setArgs := foldSet(ups[:n])
-		all := make([]any, 0, len(setArgs)+n+2)
+		// Padded to a size class with repeats of the last row, so that the
+		// statement's text repeats (preparingConnector): a row named twice
+		// in the IN list and the CASEs is still updated once, to its value.
+		group := slices.Clone(ups[:n])
+		for len(group) < classUp(n) {
+			group = append(group, ups[n-1])
+		}
+		set, setArgs := foldSet(group)
+		all := make([]any, 0, len(setArgs)+len(group)+2)
 		all = append(all, string(u.from), string(u.to))
 		all = append(all, setArgs...)
-		for _, v := range ups[:n] {
+		for _, v := range group {
 			all = append(all, v.id)
 		}
 		out = append(out, updateStatement{rows: n, from: u.from, to: u.to, args: all,
 			query: "UPDATE tasks FORCE INDEX (PRIMARY) SET status = IF(status = ?, ?, NULL), " + set +
-				" WHERE id IN (?" + strings.Repeat(", ?", n-1) + ")"})
+				" WHERE id IN (" + marks(len(group)) + ")"})
 		ups = ups[n:]
 	}
 	return out

@@ -545,8 +545,9 @@ type workflowRow struct {
 func lockWorkflows(ctx context.Context, tx *sql.Tx, ids []int64) (map[int64]*workflowRow, error) {
 	out := make(map[int64]*workflowRow, len(ids))
 	for chunk := range slices.Chunk(ids, batchChunkRows) {
+		in, args := inIDs(chunk)
 		rows, err := tx.QueryContext(ctx, `SELECT id, status, reason, open_steps, open_compensations, compensation_failed, compensations
-			FROM workflows FORCE INDEX (PRIMARY) WHERE id IN (`+marks(len(chunk))+`) ORDER BY id FOR UPDATE`, int64Args(chunk)...)
+			FROM workflows FORCE INDEX (PRIMARY) WHERE id IN (`+in+`) ORDER BY id FOR UPDATE`, args...)
 		if err != nil {
 			return nil, fmt.Errorf("lock workflows: %w", err)
 		}

@@ -173,8 +173,9 @@ func countDownSteps(ctx context.Context, tx *sql.Tx, wfs []int64, n int) error {
 // it in its writer.
 func lookUpSteps(ctx context.Context, tx *sql.Tx, ids []int64, finals map[int64]contracts.Status, byWF map[int64][]stepEvent) error {
 	for chunk := range slices.Chunk(ids, batchChunkRows) {
-		in := `(` + marks(len(chunk)) + `)`
-		args := append(int64Args(chunk), int64Args(chunk)...)
+		list, ids := inIDs(chunk)
+		in := `(` + list + `)`
+		args := append(ids, ids...)
 		rows, err := tx.QueryContext(ctx, `SELECT workflow_id, task_id, step_key, final_status IS NULL, 0 FROM workflow_steps WHERE task_id IN `+in+`
 			UNION ALL SELECT workflow_id, compensation_task_id, step_key, final_status IS NULL, 1 FROM workflow_steps WHERE compensation_task_id IN `+in, args...)
 		if err != nil {
