@@ -7,6 +7,7 @@ import (
 	"errors"
 	"hash/maphash"
 	"sync/atomic"
+	"time"
 )
 
 // Statements with values reach MySQL in one of two ways. Interpolated (the
@@ -78,7 +79,14 @@ type preparingConn struct {
 	// seen holds the hashes of texts run once and not prepared: one-off
 	// texts cost no prepare. Cleared when it grows past seenMax.
 	seen map[uint64]struct{}
+	// pausedUntil: after a refused prepare (a server at its
+	// max_prepared_stmt_count refuses every one) the connection prepares
+	// nothing for prepareBackoff, rather than pay a failing round trip
+	// on every statement.
+	pausedUntil time.Time
 }
+
+const prepareBackoff = time.Minute
 
 type cachedStmt struct {
 	text string
@@ -99,6 +107,9 @@ func (c *preparingConn) prepared(ctx context.Context, query string, args int) dr
 	if e, ok := c.byText[query]; ok {
 		c.lru.MoveToFront(e)
 		return e.Value.(*cachedStmt).stmt
+	}
+	if !c.pausedUntil.IsZero() && time.Now().Before(c.pausedUntil) {
+		return nil
 	}
 	h := maphash.String(seenSeed, query)
 	if _, again := c.seen[h]; !again {
@@ -123,6 +134,8 @@ func (c *preparingConn) prepared(ctx context.Context, query string, args int) dr
 	if err != nil || st.NumInput() != args {
 		if err == nil {
 			_ = st.Close()
+		} else {
+			c.pausedUntil = time.Now().Add(prepareBackoff)
 		}
 		c.pool.held.Add(-1)
 		return nil

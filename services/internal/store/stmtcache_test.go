@@ -152,3 +152,26 @@ func TestPreparedStatementsReadWhatInterpolatedOnesRead(t *testing.T) {
 	}
 	require.EqualValues(t, 1, held(), "the query was prepared")
 }
+
+// A refused prepare pauses preparing on the connection: the statements
+// after it go interpolated, without a failing prepare each.
+func TestARefusedPreparePausesPreparing(t *testing.T) {
+	db, held, err := store.OpenPreparingForTest(testenv.MySQLDSN(t), 10)
+	require.NoError(t, err)
+	defer db.Close()
+	bad := "SELECT ? FROM no_such_table_anywhere"
+	for range 2 { // interpolated, then a prepare the server refuses
+		require.Error(t, db.QueryRow(bad, 1).Scan(new(int)))
+	}
+	p0, e0, _ := stmtCounters(t, db)
+	for r := range 3 {
+		require.Error(t, db.QueryRow(bad, r).Scan(new(int)), "still refused, interpolated")
+		var got int64
+		require.NoError(t, db.QueryRow("SELECT ? + 1", int64(r)).Scan(&got))
+		require.Equal(t, int64(r+1), got)
+	}
+	p, e, _ := stmtCounters(t, db)
+	require.Equal(t, p0, p, "nothing prepared while paused")
+	require.Equal(t, e0, e, "nothing executed as a prepared statement")
+	require.Zero(t, held())
+}
