@@ -119,17 +119,13 @@ func (c *preparingConn) prepared(ctx context.Context, query string, args int) dr
 		c.seen[h] = struct{}{}
 		return nil
 	}
-	if c.lru.Len() >= c.pool.perConn {
-		c.evict()
-	}
-	if c.pool.held.Add(1) > c.pool.budget {
-		c.pool.held.Add(-1)
+	if c.lru.Len() >= c.pool.perConn || c.pool.held.Load() >= c.pool.budget {
 		if c.lru.Len() == 0 {
-			return nil
+			return nil // the pool's budget is held by other connections
 		}
-		c.evict() // make room from this connection's own
-		c.pool.held.Add(1)
+		c.evict() // room from this connection's own
 	}
+	c.pool.held.Add(1)
 	st, err := c.Conn.(driver.ConnPrepareContext).PrepareContext(ctx, query)
 	if err != nil || st.NumInput() != args {
 		if err == nil {
