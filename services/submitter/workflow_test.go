@@ -545,10 +545,15 @@ func TestWorkflowStepReRunCountsItsEndOnce(t *testing.T) {
 	for name, c := range map[string]struct {
 		legacyRows bool // rows as written before migration 0019
 		unmarked   bool // re-run as a release before 0019 did
+		// otherFirst: the other step succeeds before charge is re-run,
+		// leaving no final_status for a recount to read.
+		otherFirst bool
 	}{
-		"re-run through the dead letter": {},
-		"re-run unmarked":                {unmarked: true},
-		"rows without their workflow":    {legacyRows: true},
+		"re-run through the dead letter":                     {},
+		"re-run unmarked":                                    {unmarked: true},
+		"rows without their workflow":                        {legacyRows: true},
+		"re-run through the dead letter, another step ended": {otherFirst: true},
+		"re-run unmarked, another step ended":                {unmarked: true, otherFirst: true},
 	} {
 		t.Run(name, func(t *testing.T) {
 			f := newFixture(t)
@@ -571,6 +576,9 @@ func TestWorkflowStepReRunCountsItsEndOnce(t *testing.T) {
 				Also: store.InsertDeadLetter(store.NewDeadLetter{TaskID: charge, Type: "ax.noop", Status: contracts.StatusFailed, Attempt: attempt, LastError: msg})})
 			require.NoError(t, err)
 			require.Equal(t, contracts.WorkflowRunning, f.workflow(t, wf.ID).Status, "the failure is handled by audit")
+			if c.otherFirst {
+				finish(t, f.st, ids["other"], contracts.StatusSuccess)
+			}
 
 			due := time.Now().UnixMilli()
 			if c.unmarked {
@@ -587,7 +595,9 @@ func TestWorkflowStepReRunCountsItsEndOnce(t *testing.T) {
 			_, err = f.st.Transfer(ctx, store.TransferParams{TaskID: charge, From: contracts.StatusRetrying, To: contracts.StatusReady, Reason: "due"})
 			require.NoError(t, err)
 			finish(t, f.st, charge, contracts.StatusSuccess)
-			finish(t, f.st, ids["other"], contracts.StatusSuccess)
+			if !c.otherFirst {
+				finish(t, f.st, ids["other"], contracts.StatusSuccess)
+			}
 			require.Equal(t, contracts.WorkflowRunning, f.workflow(t, wf.ID).Status, "audit has not ended")
 			finish(t, f.st, ids["audit"], contracts.StatusSuccess)
 			require.Equal(t, contracts.WorkflowSucceeded, f.workflow(t, wf.ID).Status)

@@ -324,9 +324,12 @@ type rowState struct {
 	taskType string
 	priority contracts.Priority
 	attempt  int
-	next     int64
-	status   contracts.Status
-	dag      bool // in a DAG: a final state settles children (afterFinal)
+	// retries is retry_count as locked: with attempt it tells a task
+	// re-run from a dead letter (firstEnd).
+	retries int
+	next    int64
+	status  contracts.Status
+	dag     bool // in a DAG: a final state settles children (afterFinal)
 	// leaf and oneParent are the DAG shape recorded at creation (migration
 	// 0018), false when unknown: no task depends on this one, so its end
 	// looks for no children; it has exactly one parent, so that parent's
@@ -550,9 +553,9 @@ func lockRows(ctx context.Context, tx *sql.Tx, ids []int64, withRun bool) (map[i
 	slices.Sort(uniq)
 	uniq = slices.Compact(uniq)
 	rows := make(map[int64]rowState, len(uniq))
-	cols := "id, task_type, priority, attempt, next_run_time, status, dag, trace_parent, dag_children, dag_parents, workflow_id, workflow_role"
+	cols := "id, task_type, priority, attempt, retry_count, next_run_time, status, dag, trace_parent, dag_children, dag_parents, workflow_id, workflow_role"
 	if withRun {
-		cols += ", payload, timeout_ms, retry_count, max_retry_count"
+		cols += ", payload, timeout_ms, max_retry_count"
 	}
 	for chunk := range slices.Chunk(uniq, batchChunkRows) {
 		in, args := inIDs(chunk)
@@ -573,10 +576,10 @@ func lockRows(ctx context.Context, tx *sql.Tx, ids []int64, withRun bool) (map[i
 				wf     sql.NullInt64
 				role   sql.NullInt16
 			)
-			dest := []any{&id, &st.taskType, &prio, &st.attempt, &st.next, &status, &st.dag, &tp, &kids, &heads, &wf, &role}
+			dest := []any{&id, &st.taskType, &prio, &st.attempt, &st.retries, &st.next, &status, &st.dag, &tp, &kids, &heads, &wf, &role}
 			if withRun {
 				st.run = &RunFields{}
-				dest = append(dest, &st.run.Payload, &st.run.TimeoutMs, &st.run.RetryCount, &st.run.MaxRetries)
+				dest = append(dest, &st.run.Payload, &st.run.TimeoutMs, &st.run.MaxRetries)
 			}
 			if err := r.Scan(dest...); err != nil {
 				r.Close()
@@ -589,7 +592,7 @@ func lockRows(ctx context.Context, tx *sql.Tx, ids []int64, withRun bool) (map[i
 			st.oneParent = heads.Valid && heads.Int16 == 1
 			st.workflow, st.role, st.roleKnown = wf.Int64, int(role.Int16), role.Valid
 			if st.run != nil {
-				st.run.TraceParent = tp.String
+				st.run.TraceParent, st.run.RetryCount = tp.String, st.retries
 			}
 			rows[id] = st
 		}

@@ -39,6 +39,19 @@ type stepEvent struct {
 	// uncompensated: its row says its workflow has no compensations
 	// (roleUncompensated).
 	uncompensated bool
+	// firstEnd: its row vouches that the task never ended before (its
+	// role, and a claim for every try: see firstEnd).
+	firstEnd bool
+}
+
+// firstEnd reports whether a step's locked row vouches that this end is
+// its first: the row places it (migration 0019), no re-run from a dead
+// letter marked it, and it was claimed once plus once per retry. A re-run
+// from a dead letter resets retry_count and claims again, so whichever
+// release made it, attempt then exceeds retry_count + 1 for good (as does
+// a run the reaper handed back).
+func firstEnd(st rowState) bool {
+	return st.roleKnown && st.role&roleStep != 0 && st.role&roleEndedBefore == 0 && st.attempt == st.retries+1
 }
 
 // workflowsAfterFinal tells the workflows of the tasks in ids (those that
@@ -55,7 +68,7 @@ func (s *Store) workflowsAfterFinal(ctx context.Context, tx *sql.Tx, ids []int64
 			look = append(look, id)
 		case st.role&roleStep != 0:
 			byWF[st.workflow] = append(byWF[st.workflow], stepEvent{taskID: id, status: finals[id], open: true,
-				uncompensated: st.role&roleUncompensated != 0})
+				uncompensated: st.role&roleUncompensated != 0, firstEnd: firstEnd(st)})
 		case st.role&roleCompensation != 0:
 			byWF[st.workflow] = append(byWF[st.workflow], stepEvent{taskID: id, status: finals[id], compFor: true})
 		}
@@ -206,12 +219,18 @@ func lookUpSteps(ctx context.Context, tx *sql.Tx, ids []int64, finals map[int64]
 // (a step re-run from a dead letter by a release before migration 0019,
 // which did not mark it), the workflows of that state are returned, for
 // their open steps to be counted afresh.
+//
+// A success is not written where nothing would read it (unrecorded): the
+// first end of a step of a workflow without compensations. SUCCESS is
+// final for good, so no later end asks whether it ended before, and only
+// compensations are chosen by final_status; the open steps' recount
+// reads the tasks' own state for it.
 func recordStepEnds(ctx context.Context, tx *sql.Tx, byWF map[int64][]stepEvent) (map[int64]bool, error) {
 	byStatus := map[contracts.Status][]int64{}
 	wfsOf := map[contracts.Status][]int64{}
 	for wf, evs := range byWF {
 		for _, e := range evs {
-			if !e.compFor && e.open {
+			if !e.compFor && e.open && !unrecorded(e) {
 				byStatus[e.status] = append(byStatus[e.status], e.taskID)
 				wfsOf[e.status] = append(wfsOf[e.status], wf)
 			}
@@ -235,13 +254,21 @@ func recordStepEnds(ctx context.Context, tx *sql.Tx, byWF map[int64][]stepEvent)
 	return recount, nil
 }
 
+// unrecorded reports whether recordStepEnds leaves e's end unwritten.
+func unrecorded(e stepEvent) bool {
+	return e.firstEnd && e.uncompensated && e.status == contracts.StatusSuccess
+}
+
 // recountOpenSteps sets the open steps of the locked workflows in recount
-// to what workflow_steps says, plus the ends workflowEvents is about to
-// count.
+// to what workflow_steps says (a step that succeeded may have no
+// final_status: unrecorded), plus the ends workflowEvents is about to
+// count; this transaction's own ends have their final state on their task
+// rows already.
 func recountOpenSteps(ctx context.Context, tx *sql.Tx, locked map[int64]*workflowRow, recount map[int64]bool, byWF map[int64][]stepEvent) error {
 	for wf := range recount {
 		var n int
-		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM workflow_steps WHERE workflow_id = ? AND final_status IS NULL`, wf).Scan(&n); err != nil {
+		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM workflow_steps ws JOIN tasks t ON t.id = ws.task_id
+			WHERE ws.workflow_id = ? AND ws.final_status IS NULL AND t.status <> ?`, wf, string(contracts.StatusSuccess)).Scan(&n); err != nil {
 			return fmt.Errorf("count the open steps of workflow %d: %w", wf, err)
 		}
 		for _, e := range byWF[wf] {
