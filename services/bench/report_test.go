@@ -92,3 +92,44 @@ func TestFormatNumber(t *testing.T) {
 		require.Equal(t, tt.want, formatNumber(tt.v), "%v", tt.v)
 	}
 }
+
+func TestCompareChains(t *testing.T) {
+	latency := func(perS float64) Result {
+		return Result{Workload: Latency, Metrics: []Metric{{mLatency + "_p50_ms", 3}, {mTasksPerS, perS}}}
+	}
+	chains := func() Result {
+		return Result{Workload: Chains, Metrics: []Metric{{mRelease + "_p50_ms", 2}, {mChainsPerS, 1500}, {prefixCPU + "ax", 4}}}
+	}
+	for name, c := range map[string]struct {
+		results []Result
+		want    []string // the chains workload's metric names, in order
+		pct     float64
+	}{
+		"both ran": {results: []Result{latency(6000), chains()},
+			want: []string{mRelease + "_p50_ms", mChainsPerS, mChainsVsSingle, prefixCPU + "ax"}, pct: 25},
+		"chains alone":       {results: []Result{chains()}, want: []string{mRelease + "_p50_ms", mChainsPerS, prefixCPU + "ax"}},
+		"no single tasks/s":  {results: []Result{latency(0), chains()}, want: []string{mRelease + "_p50_ms", mChainsPerS, prefixCPU + "ax"}},
+		"chains ran first":   {results: []Result{chains(), latency(3000)}, want: []string{mRelease + "_p50_ms", mChainsPerS, mChainsVsSingle, prefixCPU + "ax"}, pct: 50},
+		"latency without it": {results: []Result{latency(6000)}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			compareChains(c.results)
+			var got []string
+			for _, r := range c.results {
+				if r.Workload != Chains {
+					require.Len(t, r.Metrics, 2, "the latency figures are left alone")
+					continue
+				}
+				for _, m := range r.Metrics {
+					got = append(got, m.Name)
+				}
+				if c.pct > 0 {
+					v, ok := r.Metric(mChainsVsSingle)
+					require.True(t, ok)
+					require.InDelta(t, c.pct, v, 1e-9)
+				}
+			}
+			require.Equal(t, c.want, got)
+		})
+	}
+}

@@ -66,7 +66,35 @@ func Run(ctx context.Context, cfg Config) ([]Result, error) {
 			results = append(results, aggregate(w, settingsOf(&cfg, w), reps))
 		}
 	}
+	compareChains(results)
 	return results, errors.Join(errs...)
+}
+
+// compareChains adds to the chains workload's figures, when the latency
+// workload ran beside it, its chains a second as a share of the single
+// tasks a second (chains_vs_single_pct): with a rate above what ax keeps
+// up with, how many two-step workflows it completes for every single
+// task. A share of medians: the workloads' reps are not paired.
+func compareChains(results []Result) {
+	var single, chains *Result
+	for i := range results {
+		switch results[i].Workload {
+		case Latency:
+			single = &results[i]
+		case Chains:
+			chains = &results[i]
+		}
+	}
+	if single == nil || chains == nil {
+		return
+	}
+	perS, ok := single.Metric(mTasksPerS)
+	chainsPerS, cok := chains.Metric(mChainsPerS)
+	if !ok || !cok || perS <= 0 {
+		return
+	}
+	at := slices.IndexFunc(chains.Metrics, func(m Metric) bool { return m.Name == mChainsPerS }) + 1
+	chains.Metrics = slices.Insert(chains.Metrics, at, Metric{Name: mChainsVsSingle, Value: 100 * chainsPerS / perS})
 }
 
 func runWorkload(ctx context.Context, cfg *Config, w string, rep int) ([]Metric, error) {
