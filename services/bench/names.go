@@ -73,7 +73,7 @@ const (
 	mChain         = "chain" // chain_p50_ms ...: submission to the child's end
 	mChainsPerS    = "chains_per_s"
 	// mChainsVsSingle: chains_per_s as a share of the latency workload's
-	// tasks_per_s, when both ran (compareChains).
+	// tasks_per_s in the same rep, median over the reps (chainsShare).
 	mChainsVsSingle = "chains_vs_single_pct"
 	mLineage        = "lineage_1000" // lineage_1000_p50_ms ...: GET lineage of a 1,000-step workflow
 )

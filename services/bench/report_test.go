@@ -93,43 +93,45 @@ func TestFormatNumber(t *testing.T) {
 	}
 }
 
-func TestCompareChains(t *testing.T) {
-	latency := func(perS float64) Result {
-		return Result{Workload: Latency, Metrics: []Metric{{mLatency + "_p50_ms", 3}, {mTasksPerS, perS}}}
+func TestChainsShare(t *testing.T) {
+	latency := func(perS float64) []Metric {
+		return []Metric{{mLatency + "_p50_ms", 3}, {mTasksPerS, perS}}
 	}
-	chains := func() Result {
-		return Result{Workload: Chains, Metrics: []Metric{{mRelease + "_p50_ms", 2}, {mChainsPerS, 1500}, {prefixCPU + "ax", 4}}}
+	chains := func(perS float64) []Metric {
+		return []Metric{{mRelease + "_p50_ms", 2}, {mChainsPerS, perS}}
 	}
 	for name, c := range map[string]struct {
-		results []Result
-		want    []string // the chains workload's metric names, in order
-		pct     float64
+		latency, chains []Metric
+		share           float64
+		ok              bool
 	}{
-		"both ran": {results: []Result{latency(6000), chains()},
-			want: []string{mRelease + "_p50_ms", mChainsPerS, mChainsVsSingle, prefixCPU + "ax"}, pct: 25},
-		"chains alone":       {results: []Result{chains()}, want: []string{mRelease + "_p50_ms", mChainsPerS, prefixCPU + "ax"}},
-		"no single tasks/s":  {results: []Result{latency(0), chains()}, want: []string{mRelease + "_p50_ms", mChainsPerS, prefixCPU + "ax"}},
-		"chains ran first":   {results: []Result{chains(), latency(3000)}, want: []string{mRelease + "_p50_ms", mChainsPerS, mChainsVsSingle, prefixCPU + "ax"}, pct: 50},
-		"latency without it": {results: []Result{latency(6000)}},
+		"both ran":          {latency(6000), chains(1500), 25, true},
+		"chains alone":      {nil, chains(1500), 0, false},
+		"latency alone":     {latency(6000), nil, 0, false},
+		"no single tasks/s": {latency(0), chains(1500), 0, false},
 	} {
 		t.Run(name, func(t *testing.T) {
-			compareChains(c.results)
-			var got []string
-			for _, r := range c.results {
-				if r.Workload != Chains {
-					require.Len(t, r.Metrics, 2, "the latency figures are left alone")
-					continue
-				}
-				for _, m := range r.Metrics {
-					got = append(got, m.Name)
-				}
-				if c.pct > 0 {
-					v, ok := r.Metric(mChainsVsSingle)
-					require.True(t, ok)
-					require.InDelta(t, c.pct, v, 1e-9)
-				}
-			}
-			require.Equal(t, c.want, got)
+			share, ok := chainsShare(c.latency, c.chains)
+			require.Equal(t, c.ok, ok)
+			require.InDelta(t, c.share, share, 1e-9)
 		})
 	}
+}
+
+func TestAddChainsShare(t *testing.T) {
+	results := func() []Result {
+		return []Result{
+			{Workload: Latency, Metrics: []Metric{{mTasksPerS, 5000}}},
+			{Workload: Chains, Metrics: []Metric{{mRelease + "_p50_ms", 2}, {mChainsPerS, 1500}, {prefixCPU + "ax", 4}}},
+		}
+	}
+	got := results()
+	addChainsShare(got, []float64{52, 40, 45})
+	require.Equal(t, []Metric{{mRelease + "_p50_ms", 2}, {mChainsPerS, 1500}, {mChainsVsSingle, 45}, {prefixCPU + "ax", 4}},
+		got[1].Metrics, "the median of the reps' shares, after chains_per_s")
+	require.Equal(t, results()[0], got[0], "the latency figures are left alone")
+
+	none := results()
+	addChainsShare(none, nil)
+	require.Equal(t, results(), none, "no rep ran both")
 }

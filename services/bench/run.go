@@ -28,8 +28,11 @@ type run struct {
 }
 
 // Run runs every workload of cfg Reps times and returns one Result per
-// workload. A run whose tasks did not all finish still reports what it
-// measured; the error then says what went wrong.
+// workload. Each rep runs every workload once, in turn, so that a machine
+// that slows down or speeds up during the run moves every workload alike
+// (and a rep's latency and chains runs can be set against each other:
+// chains_vs_single_pct). A run whose tasks did not all finish still
+// reports what it measured; the error then says what went wrong.
 func Run(ctx context.Context, cfg Config) ([]Result, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
@@ -37,18 +40,24 @@ func Run(ctx context.Context, cfg Config) ([]Result, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	var results []Result
-	var errs []error
+	var workloads []string
 	for _, w := range KnownWorkloads {
-		if !slices.Contains(cfg.Workloads, w) {
-			continue
+		if slices.Contains(cfg.Workloads, w) {
+			workloads = append(workloads, w)
 		}
-		var reps [][]Metric
-		for rep := 1; rep <= cfg.Reps; rep++ {
+	}
+	reps := map[string][][]Metric{}
+	var shares []float64
+	var errs []error
+reps:
+	for rep := 1; rep <= cfg.Reps; rep++ {
+		this := map[string][]Metric{}
+		for _, w := range workloads {
 			cfg.Logger.Info("workload starting", "workload", w, "rep", rep, "of", cfg.Reps)
 			m, err := runWorkload(ctx, &cfg, w, rep)
 			if m != nil {
-				reps = append(reps, m)
+				reps[w] = append(reps[w], m)
+				this[w] = m
 				if cfg.Reps > 1 {
 					// The table shows medians; each rep's own figures say
 					// how far apart they were (and pair a rep's off and on).
@@ -58,43 +67,51 @@ func Run(ctx context.Context, cfg Config) ([]Result, error) {
 			if err != nil {
 				errs = append(errs, fmt.Errorf("%s rep %d: %w", w, rep, err))
 				if ctx.Err() != nil {
-					return results, errors.Join(errs...)
+					break reps
 				}
 			}
 		}
-		if len(reps) > 0 {
-			results = append(results, aggregate(w, settingsOf(&cfg, w), reps))
+		if share, ok := chainsShare(this[Latency], this[Chains]); ok {
+			shares = append(shares, share)
 		}
 	}
-	compareChains(results)
+	var results []Result
+	for _, w := range workloads {
+		if len(reps[w]) > 0 {
+			results = append(results, aggregate(w, settingsOf(&cfg, w), reps[w]))
+		}
+	}
+	addChainsShare(results, shares)
 	return results, errors.Join(errs...)
 }
 
-// compareChains adds to the chains workload's figures, when the latency
-// workload ran beside it, its chains a second as a share of the single
-// tasks a second (chains_vs_single_pct): with a rate above what ax keeps
-// up with, how many two-step workflows it completes for every single
-// task. A share of medians: the workloads' reps are not paired.
-func compareChains(results []Result) {
-	var single, chains *Result
+// chainsShare is one rep's chains a second as a share of its single tasks
+// a second (the latency workload's tasks_per_s, with a rate above what ax
+// keeps up with: how many two-step workflows it completes for every
+// single task), in per cent; ok is false unless both ran.
+func chainsShare(latency, chains []Metric) (share float64, ok bool) {
+	perS, lok := Result{Metrics: latency}.Metric(mTasksPerS)
+	chainsPerS, cok := Result{Metrics: chains}.Metric(mChainsPerS)
+	if !lok || !cok || perS <= 0 {
+		return 0, false
+	}
+	return 100 * chainsPerS / perS, true
+}
+
+// addChainsShare puts the median of the reps' chainsShare after the chains
+// workload's chains_per_s (chains_vs_single_pct).
+func addChainsShare(results []Result, shares []float64) {
+	if len(shares) == 0 {
+		return
+	}
 	for i := range results {
-		switch results[i].Workload {
-		case Latency:
-			single = &results[i]
-		case Chains:
-			chains = &results[i]
+		if results[i].Workload != Chains {
+			continue
 		}
+		ms := results[i].Metrics
+		at := slices.IndexFunc(ms, func(m Metric) bool { return m.Name == mChainsPerS }) + 1
+		results[i].Metrics = slices.Insert(ms, at, Metric{Name: mChainsVsSingle, Value: Median(shares)})
 	}
-	if single == nil || chains == nil {
-		return
-	}
-	perS, ok := single.Metric(mTasksPerS)
-	chainsPerS, cok := chains.Metric(mChainsPerS)
-	if !ok || !cok || perS <= 0 {
-		return
-	}
-	at := slices.IndexFunc(chains.Metrics, func(m Metric) bool { return m.Name == mChainsPerS }) + 1
-	chains.Metrics = slices.Insert(chains.Metrics, at, Metric{Name: mChainsVsSingle, Value: 100 * chainsPerS / perS})
 }
 
 func runWorkload(ctx context.Context, cfg *Config, w string, rep int) ([]Metric, error) {
