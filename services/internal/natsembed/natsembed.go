@@ -35,6 +35,9 @@ type Config struct {
 	// TLS, when set, makes clients connect over TLS; with ClientAuth set
 	// to tls.RequireAndVerifyClientCert they need a certificate too.
 	TLS *tls.Config
+	// MaxPayload, when set, is the largest message the server accepts, in
+	// bytes (its max_payload; 1 MB by default).
+	MaxPayload int32
 }
 
 // Server is a running embedded NATS server.
@@ -63,6 +66,7 @@ func Start(cfg Config) (*Server, error) {
 		StoreDir:   cfg.StoreDir,
 		NoSigs:     true,
 		NoLog:      true,
+		MaxPayload: cfg.MaxPayload,
 	}
 	if cfg.TLS != nil {
 		opts.TLSConfig, opts.TLS = cfg.TLS, true

@@ -20,7 +20,22 @@ const EventsPerMessageDefault = 64
 // characters (an error message), and a NATS server refuses a message past
 // its max_payload (1 MB by default), which would stall the relay on that
 // pass. 64 transfers usually take ~20 KB; a transfer alone may be larger.
+// A server that announces a smaller max_payload lowers it (messageBytes).
 const maxMessageBytes = 64 << 10
+
+// headerRoom is what a message's headers may take of the server's
+// max_payload (a Nats-Msg-Id, a trace context, the event type: a few
+// hundred bytes).
+const headerRoom = 1 << 10
+
+// messageBytes is the bound on a message of several transfers for a
+// server that announced serverMax as its max_payload (0: not known).
+func messageBytes(serverMax int64) int {
+	if serverMax <= 0 {
+		return maxMessageBytes
+	}
+	return max(0, min(maxMessageBytes, int(serverMax)-headerRoom))
+}
 
 // transferGroup gathers the transfers of one subject bound for one
 // message, or holds one event that travels alone.
@@ -29,8 +44,10 @@ type transferGroup struct {
 	first   store.OutboxRow
 	n       int
 	hint    int // the most transfers it may get
-	data    []byte
-	ids     uint64 // FNV-1a of the event IDs, in order
+	// maxBytes bounds the message's data (messageBytes).
+	maxBytes int
+	data     []byte
+	ids      uint64 // FNV-1a of the event IDs, in order
 	// closed: nothing more joins it (a row that travels alone came after
 	// it on its subject).
 	closed bool
@@ -65,13 +82,13 @@ type transferGroup struct {
 // such memory: where it groups differently, some transfers are stored
 // twice, and a consumer tells them by their event IDs, as it tells any
 // repeat past the duplicate window.
-func appendEvents(msgs []bus.Msg, rows []store.OutboxRow, perMessage int, retry map[string]int) []bus.Msg {
-	return appendGrouped(msgs, rows, perMessage, retry, nil)
+func appendEvents(msgs []bus.Msg, rows []store.OutboxRow, perMessage, maxBytes int, retry map[string]int) []bus.Msg {
+	return appendGrouped(msgs, rows, perMessage, maxBytes, retry, nil)
 }
 
 // appendGrouped is appendEvents, noting in record, when not nil, the
 // message of every transfer that travels with others.
-func appendGrouped(msgs []bus.Msg, rows []store.OutboxRow, perMessage int, retry, record map[string]int) []bus.Msg {
+func appendGrouped(msgs []bus.Msg, rows []store.OutboxRow, perMessage, maxBytes int, retry, record map[string]int) []bus.Msg {
 	if perMessage <= 1 {
 		for _, row := range rows {
 			msgs = append(msgs, alone(row))
@@ -85,7 +102,7 @@ func appendGrouped(msgs []bus.Msg, rows []store.OutboxRow, perMessage int, retry
 		last  = make(map[string]int, len(rows)) // task -> place of its latest row's message
 	)
 	start := func(row store.OutboxRow) int {
-		seq = append(seq, &transferGroup{subject: row.Subject, hint: min(perMessage, len(rows)), keepIDs: record != nil})
+		seq = append(seq, &transferGroup{subject: row.Subject, hint: min(perMessage, len(rows)), maxBytes: maxBytes, keepIDs: record != nil})
 		seq[len(seq)-1].add(row)
 		return len(seq) - 1
 	}
@@ -144,16 +161,16 @@ func appendGrouped(msgs []bus.Msg, rows []store.OutboxRow, perMessage int, retry
 // grouping retry it was given), for the next attempt after a failed
 // publish: the event ID of every transfer that travels with others, to the
 // number of its message.
-func regroup(rows []store.OutboxRow, perMessage int, retry map[string]int) map[string]int {
+func regroup(rows []store.OutboxRow, perMessage, maxBytes int, retry map[string]int) map[string]int {
 	out := make(map[string]int)
-	appendGrouped(nil, rows, perMessage, retry, out)
+	appendGrouped(nil, rows, perMessage, maxBytes, retry, out)
 	return out
 }
 
 func (g *transferGroup) add(row store.OutboxRow) {
 	if g.n == 0 {
 		g.first = row
-		g.data = append(make([]byte, 0, min(16+g.hint*(len(row.Payload)+1), maxMessageBytes)), `{"transfers":[`...)
+		g.data = append(make([]byte, 0, max(0, min(16+g.hint*(len(row.Payload)+1), g.maxBytes))), `{"transfers":[`...)
 		g.ids = fnvOffset
 	} else {
 		g.data = append(g.data, ',')
@@ -167,9 +184,9 @@ func (g *transferGroup) add(row store.OutboxRow) {
 }
 
 // takes reports whether row's transfer may join g: g is open, holds
-// fewer than perMessage and stays within maxMessageBytes with it.
+// fewer than perMessage and stays within its maxBytes with it.
 func (g *transferGroup) takes(row store.OutboxRow, perMessage int) bool {
-	return !g.closed && g.n < perMessage && len(g.data)+len(row.Payload)+len(`,]}`) <= maxMessageBytes
+	return !g.closed && g.n < perMessage && len(g.data)+len(row.Payload)+len(`,]}`) <= g.maxBytes
 }
 
 // msg is the group's message: the transfer alone when it has one.

@@ -88,7 +88,7 @@ func TestAppendEventsGroupsBySubject(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got := shape(t, appendEvents(nil, tc.rows, tc.perMessage, nil))
+			got := shape(t, appendEvents(nil, tc.rows, tc.perMessage, maxMessageBytes, nil))
 			if !slices.Equal(got, tc.want) {
 				t.Fatalf("got %q, want %q", got, tc.want)
 			}
@@ -100,7 +100,7 @@ func TestAppendEventsMessageIDs(t *testing.T) {
 	rows := transferRows("ready", "r", 6)
 	ids := func(rows []store.OutboxRow, retry map[string]int) []string {
 		var out []string
-		for _, m := range appendEvents(nil, rows, 64, retry) {
+		for _, m := range appendEvents(nil, rows, 64, maxMessageBytes, retry) {
 			out = append(out, m.ID)
 		}
 		return out
@@ -120,12 +120,12 @@ func TestAppendEventsMessageIDs(t *testing.T) {
 	}
 
 	// Tried again with more rows read: the first attempt's messages again.
-	retry := regroup(rows[:4], 64, nil)
+	retry := regroup(rows[:4], 64, maxMessageBytes, nil)
 	again := ids(rows, retry)
 	if !slices.Contains(again, first[0]) {
 		t.Fatalf("tried again, the first attempt's message %s is not sent again: %q", first[0], again)
 	}
-	if got := shape(t, appendEvents(nil, rows, 64, retry)); !slices.Equal(got, []string{"ready:r0,r1,r2,r3", "ready:r4,r5"}) {
+	if got := shape(t, appendEvents(nil, rows, 64, maxMessageBytes, retry)); !slices.Equal(got, []string{"ready:r0,r1,r2,r3", "ready:r4,r5"}) {
 		t.Fatalf("tried again: %q", got)
 	}
 }
@@ -151,7 +151,7 @@ func TestAppendEventsKeepsOrderRandomly(t *testing.T) {
 			}
 		}
 		var order []events.TaskTransferred
-		for _, m := range appendEvents(nil, rows, perMessage, nil) {
+		for _, m := range appendEvents(nil, rows, perMessage, maxMessageBytes, nil) {
 			trs, err := events.ReadTransfers[events.TaskTransferred](m.EventType, m.Data, nil)
 			if err != nil {
 				t.Fatal(err)
@@ -177,6 +177,57 @@ func TestAppendEventsKeepsOrderRandomly(t *testing.T) {
 				t.Fatalf("pass %d: task %d's %s after its %s", pass, tr.TaskID, tr.EventID, prev)
 			}
 			lastOfSubject[row.Subject], lastOfTask[tr.TaskID] = tr.EventID, tr.EventID
+		}
+	}
+}
+
+// TestAppendEventsWithinAServersBound: a server that accepts less than
+// ax's bound lowers it; transfers that would travel two to a message
+// travel alone, and none is dropped.
+func TestAppendEventsWithinAServersBound(t *testing.T) {
+	big := transferRows("ready", "b", 5)
+	for i := range big {
+		big[i].Payload = fmt.Appendf(nil, `{"event_id":%q,"reason":%q}`, big[i].EventID, strings.Repeat("x", maxMessageBytes/3))
+	}
+	half := messageBytes(maxMessageBytes / 2)
+	got := shape(t, appendEvents(nil, big, 64, half, nil))
+	want := []string{"ready:b0", "ready:b1", "ready:b2", "ready:b3", "ready:b4"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("got %q, want %q", got, want)
+	}
+	// Forty transfers of ~330 bytes: six to a message of at most 2 KiB.
+	small := transferRows("ready", "s", 40)
+	for i := range small {
+		small[i].Payload = fmt.Appendf(nil, `{"event_id":%q,"reason":%q}`, small[i].EventID, strings.Repeat("y", 300))
+	}
+	msgs := appendEvents(nil, small, 64, 2<<10, nil)
+	for _, m := range msgs {
+		if len(m.Data) > 2<<10 {
+			t.Fatalf("a message of %d bytes, past the bound of 2 KiB", len(m.Data))
+		}
+	}
+	sent := 0
+	for _, g := range shape(t, msgs) {
+		sent += strings.Count(g, ",") + 1
+	}
+	if len(msgs) != 7 || sent != 40 {
+		t.Fatalf("%d transfers in %d messages, want 40 in 7", sent, len(msgs))
+	}
+}
+
+func TestMessageBytes(t *testing.T) {
+	for _, tc := range []struct {
+		serverMax int64
+		want      int
+	}{
+		{0, maxMessageBytes},                            // not known: ax's own bound
+		{1 << 20, maxMessageBytes},                      // NATS's default, far above it
+		{16 << 10, 16<<10 - headerRoom},                 // a server that accepts less
+		{maxMessageBytes, maxMessageBytes - headerRoom}, // room for the headers
+		{512, 0}, // nothing travels together
+	} {
+		if got := messageBytes(tc.serverMax); got != tc.want {
+			t.Errorf("messageBytes(%d) = %d, want %d", tc.serverMax, got, tc.want)
 		}
 	}
 }

@@ -13,5 +13,5 @@ func InjectPublishFaults(r *Relay, fault func(acked bool) error) { r.fault = fau
 // EventMessages is the messages a relay publishes for rows' events,
 // perMessage transfers at most in one, on a first attempt.
 func EventMessages(rows []store.OutboxRow, perMessage int) []bus.Msg {
-	return appendEvents(nil, rows, perMessage, nil)
+	return appendEvents(nil, rows, perMessage, maxMessageBytes, nil)
 }

@@ -41,6 +41,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"log/slog"
 	"os"
 	"time"
@@ -440,7 +441,8 @@ func (r *Relay) publish(ctx context.Context, rows []store.OutboxRow) error {
 		}
 	}
 	dispatches := len(msgs)
-	msgs = appendEvents(msgs, rows, r.cfg.EventsPerMessage, r.regrouped)
+	maxBytes := messageBytes(r.conn.NC.MaxPayload())
+	msgs = appendEvents(msgs, rows, r.cfg.EventsPerMessage, maxBytes, r.regrouped)
 	if r.fault != nil {
 		if err := r.fault(false); err != nil {
 			return err
@@ -453,8 +455,16 @@ func (r *Relay) publish(ctx context.Context, rows []store.OutboxRow) error {
 		err = r.fault(true)
 	}
 	if err != nil {
+		if errors.Is(err, nats.ErrMaxPayload) {
+			// The same messages would be refused again (the server's
+			// max_payload fell since the pass grouped them): group afresh
+			// within its bound. What was stored already may be stored
+			// twice; consumers tell repeats by their event IDs.
+			r.regrouped = nil
+			return err
+		}
 		// Some messages may be stored: send the same ones next time.
-		r.regrouped = regroup(rows, r.cfg.EventsPerMessage, r.regrouped)
+		r.regrouped = regroup(rows, r.cfg.EventsPerMessage, maxBytes, r.regrouped)
 		return err
 	}
 	if len(rows) > 0 && rows[0].EventType == events.TypeTaskTransferred {

@@ -19,6 +19,7 @@ import (
 	"github.com/axsched/ax/contracts"
 	"github.com/axsched/ax/services/internal/bus"
 	"github.com/axsched/ax/services/internal/metrics"
+	"github.com/axsched/ax/services/internal/natsembed"
 	"github.com/axsched/ax/services/internal/outbox"
 	"github.com/axsched/ax/services/internal/store"
 	"github.com/axsched/ax/services/internal/testenv"
@@ -198,15 +199,7 @@ func TestASuccessorThatReadsMoreMayRepeatSome(t *testing.T) {
 func TestAPublishTriedAgainSendsTheSameMessages(t *testing.T) {
 	st, conn := withTasks(t, 100)
 	ctx := context.Background()
-	r := outbox.New(outbox.Config{}, st, conn, testenv.Logger(t))
-	failed := false
-	outbox.InjectPublishFaults(r, func(acked bool) error {
-		if acked && !failed {
-			failed = true
-			return errors.New("acknowledgements lost")
-		}
-		return nil
-	})
+	r := failingOnceAfterStoring(t, st, conn)
 	_, err := r.RunOnce(ctx)
 	require.Error(t, err)
 	require.EqualValues(t, 100, backlog(t, st))
@@ -581,4 +574,78 @@ func TestRelayLosesNothingWhenNATSRestarts(t *testing.T) {
 		require.Equal(t, 1, n, "event %s stored %d times", id, n)
 		require.True(t, want[id], "event %s has no history row", id)
 	}
+}
+
+// TestARelayKeepsWithinTheServersMaxPayload: a NATS server that accepts
+// messages of at most 8 KiB (its max_payload) gets every transfer of
+// tasks whose reasons are long, in messages it accepts; with ax's own
+// bound (64 KiB) the pass would be refused again and again.
+func TestARelayKeepsWithinTheServersMaxPayload(t *testing.T) {
+	st, _ := testenv.Store(t)
+	_, conn := testenv.NATSServerWith(t, natsembed.Config{MaxPayload: 8 << 10})
+	ctx := context.Background()
+	createWithLongReasons(t, st, 100)
+	r := outbox.New(outbox.Config{}, st, conn, testenv.Logger(t))
+	n, err := r.RunOnce(ctx)
+	require.NoError(t, err, "the pass is published")
+	require.Equal(t, 100, n)
+	require.Equal(t, historyEventIDs(t, st), keys(streamEventIDs(t, conn.JS)), "every transfer on the stream")
+}
+
+// TestAPassRefusedForItsSizeIsGroupedAfresh: a pass whose publish failed
+// is tried again with the same messages, but not when the server refuses
+// them for their size (it came back with a smaller max_payload): the
+// rows are then grouped within the new bound, and the relay goes on.
+func TestAPassRefusedForItsSizeIsGroupedAfresh(t *testing.T) {
+	st, _ := testenv.Store(t)
+	host, conn := testenv.NATSServer(t)
+	ctx := context.Background()
+	createWithLongReasons(t, st, 40)
+	r := failingOnceAfterStoring(t, st, conn)
+	_, err := r.RunOnce(ctx)
+	require.Error(t, err, "the first publish fails after JetStream stored it")
+
+	host.RestartWith(t, func(c *natsembed.Config) { c.MaxPayload = 8 << 10 })
+	testenv.Eventually(t, 10*time.Second, "reconnected to the smaller server", func() bool {
+		return conn.NC.IsConnected() && conn.NC.MaxPayload() == 8<<10
+	})
+	var n int
+	for try := range 3 {
+		if n, err = r.RunOnce(ctx); err == nil {
+			break
+		}
+		t.Logf("pass %d: %v", try+1, err)
+	}
+	require.NoError(t, err, "the relay goes on within the new bound")
+	require.Equal(t, 40, n)
+	require.Equal(t, historyEventIDs(t, st), keys(streamEventIDs(t, conn.JS)), "every transfer on the stream")
+}
+
+// createWithLongReasons creates n READY tasks whose transfers take ~1.5 KB
+// each (their reasons are long).
+func createWithLongReasons(t *testing.T, st *store.Store, n int) {
+	t.Helper()
+	reason := strings.Repeat("a long reason ", 110)
+	for range n {
+		_, _, err := st.CreateTask(context.Background(), store.NewTask{
+			ID: ids.Add(1), Type: "ax.noop", Priority: contracts.PriorityNormal, Status: contracts.StatusReady,
+			NextRunTimeMs: 1, MaxRetries: 3, TimeoutMs: 1000, Reason: reason,
+		})
+		require.NoError(t, err)
+	}
+}
+
+// failingOnceAfterStoring is a relay whose first publish fails after
+// JetStream stored its messages (their acknowledgements lost).
+func failingOnceAfterStoring(t *testing.T, st *store.Store, conn *bus.Conn) *outbox.Relay {
+	r := outbox.New(outbox.Config{}, st, conn, testenv.Logger(t))
+	failed := false
+	outbox.InjectPublishFaults(r, func(acked bool) error {
+		if acked && !failed {
+			failed = true
+			return errors.New("acknowledgements lost")
+		}
+		return nil
+	})
+	return r
 }

@@ -329,6 +329,14 @@ type NATSHost struct {
 // reconnect by themselves.
 func (h *NATSHost) Restart(t testing.TB) {
 	t.Helper()
+	h.RestartWith(t, func(*natsembed.Config) {})
+}
+
+// RestartWith is Restart with the server's configuration changed by
+// change (its address and store stay).
+func (h *NATSHost) RestartWith(t testing.TB, change func(*natsembed.Config)) {
+	t.Helper()
+	change(&h.cfg)
 	h.Shutdown()
 	srv, err := natsembed.Start(h.cfg)
 	if err != nil {
@@ -340,7 +348,15 @@ func (h *NATSHost) Restart(t testing.TB) {
 // NATSServer is NATS, with the server, for tests that stop or restart it.
 func NATSServer(t testing.TB) (*NATSHost, *bus.Conn) {
 	t.Helper()
-	h := &NATSHost{cfg: natsembed.Config{Listen: fmt.Sprintf("127.0.0.1:%d", FreePort(t)), StoreDir: filepath.Join(t.TempDir(), "js")}}
+	return NATSServerWith(t, natsembed.Config{})
+}
+
+// NATSServerWith is NATSServer with the server configured as cfg says
+// beyond its address and store (which it picks).
+func NATSServerWith(t testing.TB, cfg natsembed.Config) (*NATSHost, *bus.Conn) {
+	t.Helper()
+	cfg.Listen, cfg.StoreDir = fmt.Sprintf("127.0.0.1:%d", FreePort(t)), filepath.Join(t.TempDir(), "js")
+	h := &NATSHost{cfg: cfg}
 	var err error
 	if h.Server, err = natsembed.Start(h.cfg); err != nil {
 		t.Fatalf("embedded nats: %v", err)
