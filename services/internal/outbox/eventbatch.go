@@ -170,7 +170,7 @@ func regroup(rows []store.OutboxRow, perMessage, maxBytes int, retry map[string]
 func (g *transferGroup) add(row store.OutboxRow) {
 	if g.n == 0 {
 		g.first = row
-		g.data = append(make([]byte, 0, max(0, min(16+g.hint*(len(row.Payload)+1), g.maxBytes))), `{"transfers":[`...)
+		g.data = append(make([]byte, 0, min(16+g.hint*(len(row.Payload)+1), g.maxBytes)), `{"transfers":[`...)
 		g.ids = fnvOffset
 	} else {
 		g.data = append(g.data, ',')
