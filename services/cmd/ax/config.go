@@ -17,6 +17,7 @@ import (
 	"github.com/axsched/ax/services/demo"
 	"github.com/axsched/ax/services/executor"
 	"github.com/axsched/ax/services/internal/auth"
+	"github.com/axsched/ax/services/internal/gctune"
 	"github.com/axsched/ax/services/internal/membership"
 	"github.com/axsched/ax/services/internal/natsembed"
 	"github.com/axsched/ax/services/internal/ops"
@@ -123,6 +124,8 @@ type serverFlags struct {
 	// relayGapTracking is the inverse of cfg.Relay.NoGapTracking.
 	relayGapTracking bool
 	cpuProfile       string
+	// gcFloorMiB is gctune's floor in MiB; 0 leaves the collector alone.
+	gcFloorMiB int
 	// conn holds the secrets' files and the DSN until resolveSecrets.
 	conn connFlags
 	// dataDir holds local state; the embedded NATS store is its nats/.
@@ -194,6 +197,7 @@ func (f *serverFlags) register(fs *pflag.FlagSet, command string) {
 	fs.DurationVar(&c.Reaper.Retention.Failed, "retain-failed", envDur("AX_RETAIN_FAILED", reaper.RetainFailedDefault), "delete tasks failed for good (FAILED/TIMEOUT), with their history and dead letter, this long after they ended (reaper); 0 keeps them forever [AX_RETAIN_FAILED]")
 	fs.IntVar(&c.Reaper.Retention.Batch, "retention-batch", envInt("AX_RETENTION_BATCH", reaper.RetentionBatchDefault), "finished tasks deleted per retention transaction: smaller batches hold MySQL for less at a time, larger ones prune faster [AX_RETENTION_BATCH]")
 	fs.DurationVar(&c.Reaper.Silence, "reap-silence", envDur("AX_REAP_SILENCE", 15*time.Second), "heartbeat silence after which a RUNNING task's lease is checked [AX_REAP_SILENCE]")
+	fs.IntVar(&f.gcFloorMiB, "gc-floor-mib", envInt("AX_GC_FLOOR_MIB", gctune.FloorDefault>>20), "the Go garbage collector runs at this heap size in MiB, or at twice the live heap plus 16 MiB once that is more (GOGC 400 below it); 0 leaves Go's defaults; GOGC or GOMEMLIMIT in the environment turn it off [AX_GC_FLOOR_MIB]")
 	// No AX_* variable: one environment is often shared by several
 	// processes, which must not write the same profile file.
 	fs.StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to FILE at a clean exit (runtime/pprof)")

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/axsched/ax/services/app"
+	"github.com/axsched/ax/services/internal/gctune"
 )
 
 func newRootCmd() *cobra.Command {
@@ -57,6 +58,10 @@ func newServerCmd(name, short string, services []app.Service, embedded bool) *co
 			if err != nil {
 				return err
 			}
+			if f.gcFloorMiB < 0 {
+				return fmt.Errorf("--gc-floor-mib %d is negative: give 0 to leave the garbage collector to Go's defaults", f.gcFloorMiB)
+			}
+			go gctune.Run(cmd.Context(), uint64(f.gcFloorMiB)<<20, logger)
 			cfg := f.cfg
 			if err := f.resolveSecrets(cmd.Flags(), &cfg); err != nil {
 				return err
