@@ -233,6 +233,8 @@ type Executor struct {
 	// nothing else.
 	settling map[int64]*run
 	wg       sync.WaitGroup
+	// runners run the runs and their handlers.
+	runners *runners
 	// outcomes feeds the writers that record finished runs in batches.
 	outcomes chan outcome
 	// direct, when set, dispatches what the outcomes release (DispatchWith).
@@ -279,7 +281,7 @@ func New(cfg Config, st *store.Store, rdb redis.UniversalClient, k keys.Keys, co
 	}
 	e := &Executor{cfg: cfg, store: st, rdb: rdb, keys: k, conn: conn, clock: clk, afterLease: cfg.AfterLease,
 		logger: logger.With("service", "executor", "node", cfg.Node),
-		types:  map[string]*pool{}, running: map[int64]*run{}, settling: map[int64]*run{},
+		types:  map[string]*pool{}, running: map[int64]*run{}, settling: map[int64]*run{}, runners: newRunners(runnerIdle),
 		typeSettings: store.NewTypeCache(st, typeCacheTTL, cfg.TypeCacheClock), ready: ready.New(1)}
 	for _, ts := range types {
 		if err := contracts.ValidateTypeName(ts.Name); err != nil {
@@ -337,6 +339,7 @@ func (e *Executor) Run(ctx context.Context) error {
 	if err := e.Register(ctx); err != nil {
 		return err
 	}
+	defer e.runners.stop()
 	runBase, cancelRuns := context.WithCancelCause(context.WithoutCancel(ctx))
 	defer cancelRuns(errShutdown)
 	e.runBase = runBase

@@ -75,7 +75,7 @@ func (e *Executor) take(ctx context.Context, p *pool, h *head) (full bool) {
 	// causes a redelivery whose claim conflicts.
 	_ = h.msg.Ack()
 	e.wg.Add(1)
-	go e.execute(p, r)
+	e.runners.Go(func() { e.execute(p, r) })
 	return false
 }
 
@@ -341,7 +341,8 @@ func (e *Executor) startWon(ctx context.Context, p *pool, hs []*head, runs []*ru
 			_ = h.msg.Ack()
 		}
 		e.wg.Add(1)
-		go e.execute(p, runs[i])
+		r := runs[i]
+		e.runners.Go(func() { e.execute(p, r) })
 	}
 }
 
@@ -517,7 +518,7 @@ func (e *Executor) execute(p *pool, r *run) {
 // kill a goroutine).
 func (e *Executor) callHandler(ctx context.Context, h Handler, r *run) error {
 	done := make(chan error, 1)
-	go func() {
+	e.runners.Go(func() {
 		defer func() {
 			if v := recover(); v != nil {
 				done <- fmt.Errorf("handler panic: %v\n%s", v, store.Truncate(string(debug.Stack()), 1500))
@@ -525,7 +526,7 @@ func (e *Executor) callHandler(ctx context.Context, h Handler, r *run) error {
 		}()
 		t := r.task
 		done <- h.Handle(ctx, &t)
-	}()
+	})
 	select {
 	case err := <-done:
 		return err
