@@ -617,6 +617,9 @@ type assign struct {
 func assignsOf(p TransferParams) []assign {
 	var out []assign
 	if p.Claim {
+		// Sized for a claim and what may follow it, so the slice is
+		// allocated once (every claimed run comes here).
+		out = make([]assign, 0, 12)
 		// The reaper judges heartbeats and run times against the
 		// database's clock, so they are stamped with it too.
 		// Progress belongs to the attempt that reported it: a new attempt
@@ -684,6 +687,10 @@ func rowUpdates(plan []plannedStep) []rowUpdate {
 		}
 		u := &out[i]
 		u.to = ps.p.To
+		if len(u.assigns) == 0 {
+			u.assigns = add // the step's own, fresh from assignsOf
+			continue
+		}
 		for _, a := range add {
 			if k := slices.IndexFunc(u.assigns, func(b assign) bool { return b.col == a.col }); k >= 0 {
 				u.assigns[k] = a
