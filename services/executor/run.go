@@ -512,10 +512,10 @@ func (e *Executor) execute(p *pool, r *run) {
 	e.settle(r, false)
 }
 
-// callHandler runs the handler in its own goroutine so a handler that
-// ignores its context can be abandoned at the deadline: the slot is
-// reclaimed, though the goroutine itself runs on until it returns (Go cannot
-// kill a goroutine).
+// callHandler runs the handler on a runner goroutine of its own so a
+// handler that ignores its context can be abandoned at the deadline: the
+// slot is reclaimed, though the goroutine itself runs on until it returns
+// (Go cannot kill a goroutine), and only then takes other work.
 func (e *Executor) callHandler(ctx context.Context, h Handler, r *run) error {
 	done := make(chan error, 1)
 	e.runners.Go(func() {
