@@ -126,29 +126,40 @@ func TestTheLimitFollowsTheLiveHeapAndIsPutBack(t *testing.T) {
 	}
 }
 
-// churn allocates 256 MiB in 4 KiB pieces, keeping 8 MiB live, and
-// returns how many collections it caused.
-func churn() uint64 {
-	runtime.GC()
-	before := cycles()
+// goalWith8MiBLive is the heap size at which the next collection starts
+// (the runtime's heap goal) right after a collection that found 8 MiB
+// live: a reading of the runtime's pacing, which load does not change.
+func goalWith8MiBLive() uint64 {
 	live := make([][]byte, 8*mib/4096)
-	for i := range 256 * mib / 4096 {
-		live[i%len(live)] = make([]byte, 4096)
+	for i := range live {
+		live[i] = make([]byte, 4096)
 	}
+	runtime.GC()
+	s := []metrics.Sample{{Name: "/gc/heap/goal:bytes"}}
+	metrics.Read(s)
 	runtime.KeepAlive(live)
-	return cycles() - before
+	return s[0].Value.Uint64()
 }
 
 func TestASmallHeapIsCollectedLessOften(t *testing.T) {
 	clearEnv(t)
-	untuned := churn()
+	untuned := goalWith8MiBLive()
 	stop := start(t, gctune.FloorDefault)
 	waitFor(t, "tuned", func() bool { p, _ := settings(); return p == gctune.Percent })
-	tuned := churn()
+	var tuned uint64
+	// The limit follows the live heap a reading (100 ms) later.
+	waitFor(t, "the goal of a tuned 8 MiB heap", func() bool {
+		tuned = goalWith8MiBLive()
+		return 2*tuned >= 3*untuned
+	})
+	_, limit := settings()
 	stop()
-	t.Logf("collections for 256 MiB allocated with 8 MiB live: %d untuned, %d tuned", untuned, tuned)
-	if tuned*2 > untuned {
-		t.Fatalf("tuned: %d collections, untuned %d: want at most half", tuned, untuned)
+	t.Logf("heap goal with 8 MiB live: %d MiB untuned, %d MiB tuned (limit %d MiB)", untuned/mib, tuned/mib, limit/mib)
+	if tuned > limit {
+		t.Fatalf("tuned heap goal %d MiB past the limit %d MiB", tuned/mib, limit/mib)
+	}
+	if again := goalWith8MiBLive(); 2*again >= 3*untuned {
+		t.Fatalf("after Run: heap goal %d MiB, want Go's default again (%d MiB)", again/mib, untuned/mib)
 	}
 }
 
