@@ -1,12 +1,9 @@
 package main
 
 import (
-	"io"
 	"math"
-	"net/http"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -64,26 +61,9 @@ func TestAxUpTunesTheGarbageCollector(t *testing.T) {
 // ax's /metrics.
 func gcSettings(t *testing.T, addr string) (percent, limit float64) {
 	t.Helper()
-	res, err := http.Get("http://" + addr + "/metrics")
-	require.NoError(t, err)
-	defer res.Body.Close()
-	body, err := io.ReadAll(res.Body)
-	require.NoError(t, err)
-	found := 0
-	for _, line := range strings.Split(string(body), "\n") {
-		name, value, ok := strings.Cut(line, " ")
-		if !ok || (name != "go_gc_gogc_percent" && name != "go_gc_gomemlimit_bytes") {
-			continue
-		}
-		v, err := strconv.ParseFloat(value, 64)
-		require.NoError(t, err, line)
-		found++
-		if name == "go_gc_gogc_percent" {
-			percent = v
-		} else {
-			limit = v
-		}
-	}
-	require.Equal(t, 2, found, "go_gc_gogc_percent and go_gc_gomemlimit_bytes on /metrics")
+	s := (&liveAx{addr: addr}).scrape(t)
+	percent, okPercent := s.samples["go_gc_gogc_percent"]
+	limit, okLimit := s.samples["go_gc_gomemlimit_bytes"]
+	require.True(t, okPercent && okLimit, "go_gc_gogc_percent and go_gc_gomemlimit_bytes on /metrics")
 	return percent, limit
 }

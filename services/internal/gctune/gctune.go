@@ -117,13 +117,13 @@ func Run(ctx context.Context, floor uint64, logger *slog.Logger) {
 // step reads s and returns the limit for what it read.
 func step(s []metrics.Sample, floor uint64) int64 {
 	metrics.Read(s)
-	v := make([]uint64, len(s))
-	for i := range s {
-		if s[i].Value.Kind() == metrics.KindUint64 {
-			v[i] = s[i].Value.Uint64()
+	v := func(i int) uint64 {
+		if s[i].Value.Kind() != metrics.KindUint64 {
+			return 0
 		}
+		return s[i].Value.Uint64()
 	}
-	live, total, released, objects, unused, free := v[0], v[1], v[2], v[3], v[4], v[5]
+	live, total, released, objects, unused, free := v(0), v(1), v(2), v(3), v(4), v(5)
 	var other uint64
 	if heap := released + objects + unused + free; total > heap {
 		other = total - heap
