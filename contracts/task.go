@@ -154,6 +154,9 @@ type Task struct {
 	Deduplicated bool          `json:"deduplicated,omitempty"`
 	// Origin names the schedule and fire time of a task a schedule fired.
 	Origin *TaskOrigin `json:"origin,omitempty"`
+	// WorkflowID names the workflow the task is a step or a compensation
+	// of (GET /v1/workflows/{id}); absent for a task outside a workflow.
+	WorkflowID string `json:"workflow_id,omitempty"`
 	// TraceID is the trace the task's spans join (32 hex digits); absent
 	// for a task without a trace context.
 	TraceID string `json:"trace_id,omitempty"`

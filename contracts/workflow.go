@@ -144,6 +144,27 @@ type WorkflowStepState struct {
 	CompensationStatus Status   `json:"compensation_status,omitempty"`
 }
 
+// WorkflowListItem is a workflow as GET /v1/workflows lists it: its state
+// without its steps (GET /v1/workflows/{id} has them).
+type WorkflowListItem struct {
+	ID     string         `json:"id"`
+	Name   string         `json:"name"`
+	BizKey string         `json:"biz_key,omitempty"`
+	Status WorkflowStatus `json:"status"`
+	Reason string         `json:"reason,omitempty"`
+	// OpenSteps counts the steps that have not ended.
+	OpenSteps int       `json:"open_steps"`
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
+}
+
+// WorkflowList is the answer of GET /v1/workflows: a page, newest first,
+// and the cursor of the next page when this one is full.
+type WorkflowList struct {
+	Workflows  []WorkflowListItem `json:"workflows"`
+	NextCursor string             `json:"next_cursor,omitempty"`
+}
+
 // Workflow is the API view of a workflow.
 type Workflow struct {
 	ID           string              `json:"id"`

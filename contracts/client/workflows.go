@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/url"
+	"strconv"
 
 	"github.com/axsched/ax/contracts"
 )
@@ -41,4 +42,36 @@ func (c *Client) BizKeyLineage(ctx context.Context, bizKey, taskType string) (*c
 	}
 	var out contracts.LineageList
 	return &out, c.do(ctx, http.MethodGet, "/v1/lineage?"+q.Encode(), nil, &out)
+}
+
+// WorkflowFilter selects workflows for ListWorkflows; empty fields do not
+// filter.
+type WorkflowFilter struct {
+	Status        string
+	Name          string
+	BizKey        string
+	CreatedAfter  string
+	CreatedBefore string
+}
+
+// ListWorkflows returns one page of the workflows that match f, newest
+// first; cursor is the previous page's NextCursor ("" for the first page)
+// and limit 0 takes the server's default.
+func (c *Client) ListWorkflows(ctx context.Context, f WorkflowFilter, limit int, cursor string) (*contracts.WorkflowList, error) {
+	q := url.Values{}
+	for k, v := range map[string]string{"status": f.Status, "name": f.Name, "biz_key": f.BizKey,
+		"created_after": f.CreatedAfter, "created_before": f.CreatedBefore, "cursor": cursor} {
+		if v != "" {
+			q.Set(k, v)
+		}
+	}
+	if limit > 0 {
+		q.Set("limit", strconv.Itoa(limit))
+	}
+	path := "/v1/workflows"
+	if len(q) > 0 {
+		path += "?" + q.Encode()
+	}
+	var out contracts.WorkflowList
+	return &out, c.do(ctx, http.MethodGet, path, nil, &out)
 }

@@ -24,6 +24,7 @@ const maxStepKeyLen = 128
 // workflowRoutes mounts the workflow and lineage API.
 func (s *Submitter) workflowRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("POST /v1/workflows", s.handleWorkflowCreate)
+	mux.HandleFunc("GET /v1/workflows", s.handleListWorkflows)
 	mux.HandleFunc("GET /v1/workflows/{id}", s.handleWorkflowGet)
 	mux.HandleFunc("POST /v1/workflows/{id}/cancel", s.handleWorkflowCancel)
 	mux.HandleFunc("GET /v1/tasks/{id}/lineage", s.handleTaskLineage)

@@ -94,6 +94,18 @@ func TestLineageTreeSaysWhyTheSMSWasNotSent(t *testing.T) {
 	// The sms line sits under charge's.
 	require.Less(t, strings.Index(out, "charge  task"), strings.Index(out, "sms  task"))
 
+	// The failed order is found by its state; a running state lists nothing.
+	list, err := runAx(t, "workflow", "list", "--status", "FAILED", "--api", api)
+	require.NoError(t, err, list)
+	t.Logf("ax workflow list --status FAILED:\n%s", list)
+	require.Regexp(t, `(?m)^ID\s+NAME\s+BIZ KEY\s+STATUS\s+OPEN STEPS\s+CREATED\s+REASON$`, list)
+	require.Regexp(t, `(?m)^\d+\s+order\s+order-42\s+FAILED\s+0\s+\S+\s+step "charge"`, list)
+	list, err = runAx(t, "workflow", "list", "--status", "RUNNING", "--api", api)
+	require.NoError(t, err, list)
+	require.NotContains(t, list, "order-42")
+	_, err = runAx(t, "workflow", "list", "--status", "DONE", "--api", api)
+	require.ErrorContains(t, err, "want one of RUNNING")
+
 	byID, err := runAx(t, "lineage", strconv.FormatInt(sms, 10), "--api", api)
 	require.NoError(t, err)
 	require.Equal(t, out, byID, "the task's lineage is its workflow's")

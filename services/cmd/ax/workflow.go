@@ -67,7 +67,7 @@ func newWorkflowCmd() *cobra.Command {
 			return show(cmd)(f.client().CancelWorkflow(cmd.Context(), args[0]))
 		},
 	}
-	cmd.AddCommand(submit, get, cancel)
+	cmd.AddCommand(submit, get, cancel, newWorkflowListCmd(&f))
 	return cmd
 }
 

@@ -108,6 +108,7 @@ var Routes = map[string]Rule{
 	"POST /v1/schedules/{name}/pause":        {Role: RoleOperate},
 	"POST /v1/schedules/{name}/resume":       {Role: RoleOperate},
 	"POST /v1/workflows":                     {Role: RoleSubmit},
+	"GET /v1/workflows":                      {Role: RoleRead},
 	"GET /v1/workflows/{id}":                 {Role: RoleRead},
 	"POST /v1/workflows/{id}/cancel":         {Role: RoleOperate},
 	"GET /v1/tasks/{id}/lineage":             {Role: RoleRead},

@@ -41,6 +41,9 @@ type Task struct {
 	UpdatedAt time.Time
 	// TraceParent is the task's stored trace context (tracing).
 	TraceParent string
+	// WorkflowID is the workflow of a step or a compensation (migration
+	// 0019); 0 for any other task.
+	WorkflowID int64
 }
 
 // Progress is how far a long run has got, as its handler said.
@@ -81,12 +84,16 @@ func (t *Task) API() contracts.Task {
 	if len(t.TraceParent) == 55 {
 		out.TraceID = t.TraceParent[3:35] // version-traceid-spanid-flags
 	}
+	if t.WorkflowID != 0 {
+		out.WorkflowID = strconv.FormatInt(t.WorkflowID, 10)
+	}
 	return out
 }
 
 const taskColumns = `id, task_type, priority, biz_key, payload, status, next_run_time, attempt,
 	retry_count, max_retry_count, timeout_ms, executor_addr, last_heartbeat_time, last_error,
-	result, progress_pct, progress_message, progress_at, created_at, updated_at, exec_version, trace_parent`
+	result, progress_pct, progress_message, progress_at, created_at, updated_at, exec_version, trace_parent,
+	workflow_id`
 
 type rowScanner interface{ Scan(dest ...any) error }
 
@@ -104,10 +111,11 @@ func scanTask(r rowScanner) (*Task, error) {
 		pctAt     sql.NullTime
 		version   sql.NullString
 		tp        sql.NullString
+		workflow  sql.NullInt64
 	)
 	err := r.Scan(&t.ID, &t.Type, &prio, &bizKey, &t.Payload, &status, &t.NextRunTimeMs, &t.Attempt,
 		&t.RetryCount, &t.MaxRetries, &t.TimeoutMs, &executor, &heartbeat, &lastError,
-		&t.Result, &pct, &msg, &pctAt, &t.CreatedAt, &t.UpdatedAt, &version, &tp)
+		&t.Result, &pct, &msg, &pctAt, &t.CreatedAt, &t.UpdatedAt, &version, &tp, &workflow)
 	if err != nil {
 		return nil, err
 	}
@@ -119,6 +127,7 @@ func scanTask(r rowScanner) (*Task, error) {
 	}
 	t.ExecutorAddr, t.ExecVersion = executor.String, version.String
 	t.TraceParent = tp.String
+	t.WorkflowID = workflow.Int64
 	t.LastError = lastError.String
 	if heartbeat.Valid {
 		hb := heartbeat.Time

@@ -199,6 +199,14 @@ func (p *page) text(sel string) string {
 	return s
 }
 
+// has reports whether an element matches sel now.
+func (p *page) has(sel string) bool {
+	p.t.Helper()
+	ok, err := eval[bool](p, "look for "+sel, fmt.Sprintf(`document.querySelector(%q) !== null`, sel))
+	require.NoError(p.t, err)
+	return ok
+}
+
 // click clicks the first element sel matches.
 func (p *page) click(sel string) {
 	p.t.Helper()

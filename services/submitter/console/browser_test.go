@@ -114,9 +114,9 @@ func key(t *testing.T, st *store.Store, name string, role auth.Role) string {
 
 // TestConsoleInBrowser drives the console in headless Chromium against a
 // real ax: logins that must fail, a read key whose actions are refused,
-// and an operator going from a submitted task to its timeline, a cancel,
-// a paused type and a re-run dead letter. Every page is saved as a
-// screenshot under bin/console.
+// an operator going from a submitted task to its timeline, a cancel, a
+// paused type and a re-run dead letter, and from a failed workflow to its
+// steps and tasks. Every page is saved as a screenshot under bin/console.
 func TestConsoleInBrowser(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts ax and a browser")
@@ -171,6 +171,12 @@ func TestConsoleInBrowser(t *testing.T) {
 
 	t.Run("an operator follows a task, cancels it, pauses a type and re-runs a dead letter", func(t *testing.T) {
 		operatorFlow(t, ax, b, sleeping.ID)
+	})
+
+	// After the operator's flow, which counts the dead letters: this one
+	// files one more.
+	t.Run("an operator finds a failed workflow and cancels a running one", func(t *testing.T) {
+		workflowFlow(t, ax, b)
 	})
 
 	t.Run("a long task's progress and result show as it runs", func(t *testing.T) {
@@ -300,6 +306,120 @@ func operatorFlow(t *testing.T, ax *axUnderTest, b *browser, sleepingID string) 
 	p.waitText("main", "alive")
 	p.waitText("main", "Shards owned")
 	p.screenshot("nodes")
+}
+
+// workflowFlow finds a failed workflow through the filtered list, reads its
+// steps, goes to a step's task and back, then cancels a running workflow
+// from its page.
+func workflowFlow(t *testing.T, ax *axUnderTest, b *browser) {
+	ctx := context.Background()
+	fine, err := ax.api.CreateWorkflow(ctx, contracts.WorkflowRequest{Name: "order", BizKey: "order-41", Steps: []contracts.WorkflowStep{
+		{Key: "charge", StepTask: contracts.StepTask{Type: demo.TypeNoop}},
+	}})
+	require.NoError(t, err)
+	failed, err := ax.api.CreateWorkflow(ctx, contracts.WorkflowRequest{Name: "order", BizKey: "order-42", Steps: []contracts.WorkflowStep{
+		{Key: "charge", StepTask: contracts.StepTask{Type: demo.TypeFlaky, Payload: json.RawMessage(`{"fail_times":5,"permanent":true}`)}},
+		{Key: "sms", StepTask: contracts.StepTask{Type: demo.TypeNoop}, DependsOn: []string{"charge"}},
+	}})
+	require.NoError(t, err)
+	charge, sms := stepTask(t, failed, "charge"), stepTask(t, failed, "sms")
+	waitWorkflow(t, ax, fine.ID, contracts.WorkflowSucceeded)
+	waitWorkflow(t, ax, failed.ID, contracts.WorkflowFailed)
+
+	p := b.tab(t)
+	p.open("#/workflows")
+	p.login(ax.operate)
+	p.waitText(listRow(failed.ID), "order-42")
+	p.waitText(listRow(failed.ID), "FAILED")
+	p.waitText(listRow(failed.ID), `step "charge"`)
+	p.waitText(listRow(fine.ID), "order-41")
+	p.waitText(listRow(fine.ID), "SUCCEEDED")
+	p.screenshot("workflows")
+	p.run("filter the workflows",
+		chromedp.SetValue(chromedp.CSS("#f-status"), string(contracts.WorkflowFailed)),
+		typeInto("#f-name", "order"),
+		chromedp.Click(chromedp.CSS("form.filters button[type=submit]")))
+	p.waitGone("main", fine.ID) // the filter leaves the succeeded one out
+	p.waitText(listRow(failed.ID), "order-42")
+	hash, err := eval[string](p, "read the route", "location.hash")
+	require.NoError(t, err)
+	require.Equal(t, "#/workflows?status=FAILED&name=order", hash, "a filtered list is a link")
+
+	p.goTo("#/workflows?status=DONE")
+	p.waitText("#flash", "400 invalid_argument")
+	p.waitText("#flash", "DONE")
+	require.True(t, p.has("form.filters #f-status"), "a refused filter keeps the form")
+	p.goTo("#/workflows?status=FAILED")
+	p.click(`a[href="#/workflow/` + failed.ID + `"]`)
+	p.waitText("h1", failed.ID)
+	p.waitText("h1", "FAILED")
+	p.waitText("dl.details", "order-42")
+	p.waitText("dl.details", `step "charge"`)
+	p.waitText(stepRow(charge), "FAILED")
+	p.waitText(stepRow(sms), "CANCELLED")
+	p.waitText(stepRow(sms), "charge") // what it depends on
+	p.waitText(stepRow(sms), "success")
+	require.False(t, p.has("main button"), "an ended workflow has no Cancel")
+	p.screenshot("workflow")
+
+	p.click(stepRow(charge) + ` a[href="#/task/` + charge + `"]`)
+	p.waitText("h1", charge)
+	p.waitText("dl.details", "Workflow")
+	p.click(`dl.details a[href="#/workflow/` + failed.ID + `"]`)
+	p.waitText("h1", failed.ID)
+
+	slow, err := ax.api.CreateWorkflow(ctx, contracts.WorkflowRequest{Name: "export", Steps: []contracts.WorkflowStep{
+		{Key: "dump", StepTask: contracts.StepTask{Type: demo.TypeSleep, Payload: json.RawMessage(`{"ms":60000}`)}},
+		{Key: "upload", StepTask: contracts.StepTask{Type: demo.TypeNoop}, DependsOn: []string{"dump"}},
+	}})
+	require.NoError(t, err)
+	dump := stepTask(t, slow, "dump")
+	p.goTo("#/workflow/" + slow.ID)
+	p.waitText("h1", "RUNNING")
+	p.waitText(stepRow(dump), "RUNNING") // the page follows the step as it starts
+	p.clickText("button", "Cancel workflow")
+	p.clickText("button", "Really cancel?")
+	p.waitText("#flash", "Workflow "+slow.ID+" cancelled")
+	p.waitText("h1", "CANCELLED")
+	p.waitText(stepRow(dump), "CANCELLED")
+	require.False(t, p.has("main button"), "a cancelled workflow has no Cancel")
+	w, err := ax.api.GetWorkflow(ctx, slow.ID)
+	require.NoError(t, err)
+	require.Equal(t, contracts.WorkflowCancelled, w.Status)
+	for _, s := range w.Steps {
+		require.Equal(t, contracts.StatusCancelled, s.Status, "step %s", s.Key)
+	}
+	h, err := ax.api.History(ctx, dump)
+	require.NoError(t, err)
+	require.Contains(t, h.History[len(h.History)-1].Actor, "key:ops-alice", "the cancel is recorded under the key")
+}
+
+// listRow and stepRow select the row of a workflow in the list and of a
+// step's task on a workflow's page.
+func listRow(id string) string { return `tbody tr:has(a[href="#/workflow/` + id + `"])` }
+func stepRow(taskID string) string {
+	return `tbody tr:has(> td > a[href="#/task/` + taskID + `"])`
+}
+
+// stepTask is the task ID of a workflow's step.
+func stepTask(t *testing.T, w *contracts.Workflow, key string) string {
+	t.Helper()
+	for _, s := range w.Steps {
+		if s.Key == key {
+			return s.TaskID
+		}
+	}
+	t.Fatalf("workflow %s has no step %q", w.ID, key)
+	return ""
+}
+
+// waitWorkflow waits until the API says the workflow is in state want.
+func waitWorkflow(t *testing.T, ax *axUnderTest, id string, want contracts.WorkflowStatus) {
+	t.Helper()
+	testenv.Eventually(t, 20*time.Second, "workflow "+id+" is "+string(want), func() bool {
+		w, err := ax.api.GetWorkflow(context.Background(), id)
+		return err == nil && w.Status == want
+	})
 }
 
 // bulkCancel cancels every READY ax.sleep task from the filtered list: a

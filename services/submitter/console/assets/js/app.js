@@ -8,6 +8,8 @@ import { fill, h } from './dom.js';
 import * as overview from './pages/overview.js';
 import * as tasks from './pages/tasks.js';
 import * as task from './pages/task.js';
+import * as workflows from './pages/workflows.js';
+import * as workflow from './pages/workflow.js';
 import * as deadletters from './pages/deadletters.js';
 import * as types from './pages/types.js';
 import * as nodes from './pages/nodes.js';
@@ -16,6 +18,8 @@ const routes = [
   { pattern: /^\/?$/, name: 'overview', page: overview },
   { pattern: /^\/tasks$/, name: 'tasks', page: tasks },
   { pattern: /^\/task\/(\d+)$/, name: 'tasks', page: task },
+  { pattern: /^\/workflows$/, name: 'workflows', page: workflows },
+  { pattern: /^\/workflow\/(\d+)$/, name: 'workflows', page: workflow },
   { pattern: /^\/deadletters$/, name: 'deadletters', page: deadletters },
   { pattern: /^\/types$/, name: 'types', page: types },
   { pattern: /^\/nodes$/, name: 'nodes', page: nodes },
@@ -139,12 +143,14 @@ async function route() {
     params: match.m.slice(1),
     query: new URLSearchParams(qs || ''),
     current: () => gen === generation,
-    // live calls fn every ms milliseconds while this page is shown.
+    // live calls fn every ms milliseconds while this page is shown, or
+    // until the function it returns is called.
     live(fn, ms) {
       const timer = setInterval(() => {
         if (gen !== generation) clearInterval(timer);
         else fn().catch(fail);
       }, ms);
+      return () => clearInterval(timer);
     },
   };
   try {

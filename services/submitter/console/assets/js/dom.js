@@ -45,7 +45,7 @@ export function table(headings, rows, empty) {
     h('tbody', {}, rows.map((cells) => h('tr', {}, cells.map((c) => h('td', {}, c))))));
 }
 
-// statusBadge shows a task state in its colour.
+// statusBadge shows a task or workflow state in its colour.
 export function statusBadge(status) {
   return h('span', { class: 'badge st-' + String(status).toLowerCase(), text: status });
 }
@@ -55,6 +55,13 @@ export const statuses = ['READY', 'RUNNING', 'SUCCESS', 'FAILED', 'TIMEOUT', 'CA
 
 // finished are the states a task does not leave on its own.
 export const finished = ['SUCCESS', 'FAILED', 'TIMEOUT', 'CANCELLED'];
+
+// The workflow states, in the order the API documents them.
+export const workflowStatuses = ['RUNNING', 'SUCCEEDED', 'FAILED', 'COMPENSATING', 'COMPENSATED', 'COMPENSATION_FAILED', 'CANCELLED'];
+
+// workflowMoving are the states a workflow leaves on its own, and the ones
+// it may be cancelled in.
+export const workflowMoving = ['RUNNING', 'COMPENSATING'];
 
 // fmtTime shows an RFC 3339 time as UTC with milliseconds.
 export function fmtTime(iso) {

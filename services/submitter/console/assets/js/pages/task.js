@@ -69,6 +69,7 @@ function details(t) {
     row('Type', link('/tasks?type=' + encodeURIComponent(t.type), t.type)),
     row('Priority', t.priority),
     row('Business key', t.biz_key),
+    row('Workflow', t.workflow_id ? link('/workflow/' + t.workflow_id, t.workflow_id) : ''),
     row('Attempt', String(t.attempt)),
     row('Retries', `${t.retry_count} of ${t.max_retries}`),
     row('Timeout', t.timeout),

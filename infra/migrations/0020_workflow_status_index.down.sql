@@ -1,0 +1,1 @@
+ALTER TABLE workflows DROP INDEX idx_workflows_status_id;
