@@ -27,12 +27,15 @@ type consolePage struct {
 	calls []string
 }
 
-// consolePages are the pages timed; taskID names the task page's task.
-func consolePages(taskID string) []consolePage {
+// consolePages are the pages timed; taskID names the task page's task and
+// workflowID the workflow page's workflow.
+func consolePages(taskID, workflowID string) []consolePage {
 	return []consolePage{
 		{"overview", []string{"/v1/stats", "/v1/deadletters?limit=10", "/v1/types", "/v1/nodes"}},
 		{"tasks", []string{"/v1/tasks?limit=50", "/v1/types"}},
 		{"task", []string{"/v1/tasks/" + taskID, "/v1/tasks/" + taskID + "/history", "/v1/deadletters?task_id=" + taskID}},
+		{"workflows", []string{"/v1/workflows?limit=50"}},
+		{"workflow", []string{"/v1/workflows/" + workflowID}},
 		{"types", []string{"/v1/types", "/v1/stats"}},
 		{"deadletters", []string{"/v1/deadletters?limit=50"}},
 	}
@@ -62,8 +65,17 @@ func (r *run) timeConsole(ctx context.Context) ([]Metric, error) {
 	if err != nil {
 		return nil, fmt.Errorf("a task for the console's task page: %w", err)
 	}
+	// Likewise the seeded workflows have no steps; the workflow page shows
+	// one of two steps, due in an hour.
+	wf, err := r.api.CreateWorkflow(ctx, contracts.WorkflowRequest{Name: "bench.console", Steps: []contracts.WorkflowStep{
+		{Key: "a", StepTask: contracts.StepTask{Type: TypeBench, Delay: "1h"}},
+		{Key: "b", StepTask: contracts.StepTask{Type: TypeBench}, DependsOn: []string{"a"}},
+	}})
+	if err != nil {
+		return nil, fmt.Errorf("a workflow for the console's workflow page: %w", err)
+	}
 	var out []Metric
-	for _, p := range consolePages(task.ID) {
+	for _, p := range consolePages(task.ID, wf.ID) {
 		samples := make([]float64, 0, consoleLoads)
 		for range consoleLoads {
 			t0 := time.Now()

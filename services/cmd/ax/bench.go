@@ -72,7 +72,7 @@ Progress goes to stderr, results to stdout. See docs/benchmarks.md.`,
 	fs.IntVar(&cfg.RetryN, "retry-n", bench.RetryNDefault, "retry: tasks that fail once, then succeed")
 	fs.IntVar(&cfg.SchedulesN, "schedules-n", bench.SchedulesNDefault, "schedules: every-second schedules fired (--workload schedules only)")
 	fs.IntVar(&cfg.RetentionN, "retention-n", bench.RetentionNDefault, "retention: finished tasks seeded, then pruned while the latency workload runs (--workload retention only)")
-	fs.IntVar(&cfg.FindN, "find-n", bench.FindNDefault, "find: tasks seeded, then listed and counted through GET /v1/tasks and GET /v1/stats (--workload find only)")
+	fs.IntVar(&cfg.FindN, "find-n", bench.FindNDefault, "find: tasks seeded (and a tenth as many workflows), then listed and counted through GET /v1/tasks, GET /v1/workflows and GET /v1/stats (--workload find only)")
 	fs.IntVar(&cfg.Concurrency, "concurrency", bench.ConcurrencyDefault, "tasks the started executor runs at once (ax --concurrency)")
 	fs.IntVar(&cfg.Reps, "reps", bench.RepsDefault, "runs per workload, each rep running every workload in turn; each figure is the median")
 	fs.StringVarP(&output, "output", "o", "text", "text (a Markdown table; table is the same) or json (one object per workload per line)")
