@@ -25,19 +25,22 @@ const consoleLoads = 20
 type consolePage struct {
 	name  string
 	calls []string
+	// then are the calls the page makes once the first ones answered (a
+	// workflow's lineage needs its first step's task, from the workflow).
+	then []string
 }
 
-// consolePages are the pages timed; taskID names the task page's task and
-// workflowID the workflow page's workflow.
-func consolePages(taskID, workflowID string) []consolePage {
+// consolePages are the pages timed; taskID names the task page's task,
+// workflowID the workflow page's workflow and stepID its first step's task.
+func consolePages(taskID, workflowID, stepID string) []consolePage {
 	return []consolePage{
-		{"overview", []string{"/v1/stats", "/v1/deadletters?limit=10", "/v1/types", "/v1/nodes"}},
-		{"tasks", []string{"/v1/tasks?limit=50", "/v1/types"}},
-		{"task", []string{"/v1/tasks/" + taskID, "/v1/tasks/" + taskID + "/history", "/v1/deadletters?task_id=" + taskID}},
-		{"workflows", []string{"/v1/workflows?limit=50"}},
-		{"workflow", []string{"/v1/workflows/" + workflowID}},
-		{"types", []string{"/v1/types", "/v1/stats"}},
-		{"deadletters", []string{"/v1/deadletters?limit=50"}},
+		{"overview", []string{"/v1/stats", "/v1/deadletters?limit=10", "/v1/types", "/v1/nodes"}, nil},
+		{"tasks", []string{"/v1/tasks?limit=50", "/v1/types"}, nil},
+		{"task", []string{"/v1/tasks/" + taskID, "/v1/tasks/" + taskID + "/history", "/v1/deadletters?task_id=" + taskID}, nil},
+		{"workflows", []string{"/v1/workflows?limit=50"}, nil},
+		{"workflow", []string{"/v1/workflows/" + workflowID}, []string{"/v1/tasks/" + stepID + "/lineage"}},
+		{"types", []string{"/v1/types", "/v1/stats"}, nil},
+		{"deadletters", []string{"/v1/deadletters?limit=50"}, nil},
 	}
 }
 
@@ -75,7 +78,7 @@ func (r *run) timeConsole(ctx context.Context) ([]Metric, error) {
 		return nil, fmt.Errorf("a workflow for the console's workflow page: %w", err)
 	}
 	var out []Metric
-	for _, p := range consolePages(task.ID, wf.ID) {
+	for _, p := range consolePages(task.ID, wf.ID, wf.Steps[0].TaskID) {
 		samples := make([]float64, 0, consoleLoads)
 		for range consoleLoads {
 			t0 := time.Now()
@@ -120,11 +123,16 @@ func loadConsolePage(ctx context.Context, get func(context.Context, string) ([]b
 	if _, err := get(ctx, "/v1/whoami"); err != nil {
 		return err
 	}
-	g, gctx := errgroup.WithContext(ctx)
-	for _, c := range p.calls {
-		g.Go(func() error { _, err := get(gctx, c); return err })
+	for _, calls := range [][]string{p.calls, p.then} {
+		g, gctx := errgroup.WithContext(ctx)
+		for _, c := range calls {
+			g.Go(func() error { _, err := get(gctx, c); return err })
+		}
+		if err := g.Wait(); err != nil {
+			return err
+		}
 	}
-	return g.Wait()
+	return nil
 }
 
 // consoleRefs are the files body (served at from) links to that were not

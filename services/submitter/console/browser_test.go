@@ -359,6 +359,11 @@ func workflowFlow(t *testing.T, ax *axUnderTest, b *browser) {
 	p.waitText(stepRow(sms), "CANCELLED")
 	p.waitText(stepRow(sms), "charge") // what it depends on
 	p.waitText(stepRow(sms), "success")
+	// Why, from the lineage: sms was cancelled because charge failed, and
+	// charge's one attempt left its error.
+	p.waitText(stepRow(sms), "ended FAILED; this task runs only when it succeeds")
+	p.waitText(stepRow(charge), "1 attempt, last on executor@")
+	p.waitText(stepRow(charge), "ax.flaky: attempt 1 of the first 5 fails")
 	require.False(t, p.has("main button"), "an ended workflow has no Cancel")
 	p.screenshot("workflow")
 

@@ -23,13 +23,18 @@ export async function render(ctx) {
 
 async function draw(ctx, id) {
   const w = await api('GET', `/v1/workflows/${id}`);
+  // Why each step is where it is comes from the lineage, which any step's
+  // task answers for its whole workflow: the reason of its last transfer,
+  // its last error and its attempts.
+  const lineage = w.steps.length ? await api('GET', `/v1/tasks/${w.steps[0].task_id}/lineage`) : { tasks: [] };
   if (!ctx.current()) return w;
+  const byTask = new Map(lineage.tasks.map((t) => [t.id, t]));
   fill(ctx.main,
     h('h1', {}, 'Workflow ', h('span', { class: 'mono', text: w.id }), ' ', statusBadge(w.status)),
     actions(ctx, w),
     details(w),
     h('h2', { text: 'Steps' }),
-    steps(w.steps));
+    steps(w.steps, byTask));
   return w;
 }
 
@@ -59,17 +64,31 @@ function details(w) {
     row('Updated', `${fmtTime(w.updated_at)} (${fmtAgo(w.updated_at)})`));
 }
 
-// steps lists the steps in the order the workflow declared them.
-function steps(list) {
-  return table(['Step', 'Task', 'Type', 'State', 'Depends on', 'When', 'Compensation'], list.map((s) => [
+// steps lists the steps in the order the workflow declared them, each
+// with why it is in its state (byTask: the lineage's tasks by ID).
+function steps(list, byTask) {
+  return table(['Step', 'Task', 'Type', 'State', 'Depends on', 'When', 'Why', 'Compensation'], list.map((s) => [
     h('strong', { text: s.key }),
     link('/task/' + s.task_id, s.task_id),
     s.type,
     statusBadge(s.status),
     (s.depends_on || []).join(', '),
     s.depends_on && s.depends_on.length ? s.when || 'success' : '',
+    why(byTask.get(s.task_id)),
     s.compensation_task_id
       ? [link('/task/' + s.compensation_task_id, s.compensation_task_id), ' ', s.compensation_status ? statusBadge(s.compensation_status) : null]
       : '',
   ]), 'This workflow has no steps.');
+}
+
+// why says what moved a step's task last and, when it ran, how often,
+// where last, and the error it left.
+function why(t) {
+  if (!t) return '';
+  const attempts = t.attempts || [];
+  const last = attempts[attempts.length - 1];
+  return h('div', { class: 'why' },
+    h('div', { text: t.reason }),
+    last ? h('div', { class: 'small muted', text: `${attempts.length} attempt${attempts.length === 1 ? '' : 's'}, last on ${last.node} at ${fmtTime(last.started_at)}` }) : null,
+    t.last_error ? h('div', { class: 'small error-text', text: t.last_error }) : null);
 }
