@@ -214,6 +214,9 @@ type Stats struct {
 	FinishedAt time.Time   `json:"finished_at"`
 	Types      []TypeStats `json:"types"`
 	Lanes      []LaneStats `json:"lanes"`
+	// Workflows counts workflows per state (RUNNING and COMPENSATING read
+	// at At, the others at FinishedAt); states without one are left out.
+	Workflows map[WorkflowStatus]int64 `json:"workflows"`
 }
 
 // TypeStats counts one type's tasks per state; states without tasks are

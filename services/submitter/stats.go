@@ -2,6 +2,7 @@ package submitter
 
 import (
 	"context"
+	"maps"
 	"net/http"
 	"slices"
 	"strings"
@@ -34,6 +35,9 @@ type statsCache struct {
 	liveAt     time.Time
 	finished   []store.TypeStateCount
 	finishedAt time.Time
+	// movingWorkflows (RUNNING, COMPENSATING) are read with live, ended
+	// ones with finished.
+	movingWorkflows, endedWorkflows map[contracts.WorkflowStatus]int64
 	// refreshing is set while a background scan replaces finished.
 	refreshing bool
 }
@@ -55,11 +59,11 @@ func (s *Submitter) stats(ctx context.Context) (*contracts.Stats, error) {
 	// and a TTL counted from its start could be over at once.
 	switch {
 	case c.finishedAt.IsZero():
-		finished, err := s.store.CountFinishedByTypeState(ctx)
+		finished, ended, err := s.countFinished(ctx)
 		if err != nil {
 			return nil, err
 		}
-		c.finished, c.finishedAt = finished, s.clock.Now()
+		c.finished, c.endedWorkflows, c.finishedAt = finished, ended, s.clock.Now()
 	case s.clock.Now().Sub(c.finishedAt) >= s.cfg.FinishedStatsTTL && !c.refreshing:
 		c.refreshing = true
 		go s.refreshFinished()
@@ -73,7 +77,11 @@ func (s *Submitter) stats(ctx context.Context) (*contracts.Stats, error) {
 		if err != nil {
 			return nil, err
 		}
-		c.live, c.lanes, c.liveAt = live, lanes, s.clock.Now()
+		moving, err := s.store.CountWorkflowsByState(ctx, true)
+		if err != nil {
+			return nil, err
+		}
+		c.live, c.lanes, c.movingWorkflows, c.liveAt = live, lanes, moving, s.clock.Now()
 	}
 	return c.render(), nil
 }
@@ -82,7 +90,9 @@ func (s *Submitter) stats(ctx context.Context) (*contracts.Stats, error) {
 // name, lanes in serve order.
 func (c *statsCache) render() *contracts.Stats {
 	out := &contracts.Stats{At: c.liveAt.UTC(), FinishedAt: c.finishedAt.UTC(), Types: []contracts.TypeStats{},
-		Lanes: make([]contracts.LaneStats, len(c.lanes))}
+		Lanes: make([]contracts.LaneStats, len(c.lanes)), Workflows: map[contracts.WorkflowStatus]int64{}}
+	maps.Copy(out.Workflows, c.endedWorkflows)
+	maps.Copy(out.Workflows, c.movingWorkflows)
 	counts := slices.Concat(c.live, c.finished)
 	slices.SortFunc(counts, func(a, b store.TypeStateCount) int { return strings.Compare(a.Type, b.Type) })
 	for _, cnt := range counts {
@@ -107,7 +117,7 @@ func (c *statsCache) render() *contracts.Stats {
 func (s *Submitter) refreshFinished() {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	finished, err := s.store.CountFinishedByTypeState(ctx)
+	finished, ended, err := s.countFinished(ctx)
 	c := &s.statsCache
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -116,5 +126,19 @@ func (s *Submitter) refreshFinished() {
 		s.logger.Warn("counting finished tasks failed; the stats keep the last count", "err", err)
 		return
 	}
-	c.finished, c.finishedAt = finished, s.clock.Now()
+	c.finished, c.endedWorkflows, c.finishedAt = finished, ended, s.clock.Now()
+}
+
+// countFinished reads the counts kept FinishedStatsTTL: the finished tasks
+// per type and state, and the ended workflows per state.
+func (s *Submitter) countFinished(ctx context.Context) ([]store.TypeStateCount, map[contracts.WorkflowStatus]int64, error) {
+	finished, err := s.store.CountFinishedByTypeState(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	ended, err := s.store.CountWorkflowsByState(ctx, false)
+	if err != nil {
+		return nil, nil, err
+	}
+	return finished, ended, nil
 }

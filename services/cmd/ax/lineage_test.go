@@ -105,6 +105,9 @@ func TestLineageTreeSaysWhyTheSMSWasNotSent(t *testing.T) {
 	require.NotContains(t, list, "order-42")
 	_, err = runAx(t, "workflow", "list", "--status", "DONE", "--api", api)
 	require.ErrorContains(t, err, "want one of RUNNING")
+	stats, err := runAx(t, "stats", "--api", api)
+	require.NoError(t, err, stats)
+	require.Contains(t, stats, "workflows: FAILED 1\n")
 
 	byID, err := runAx(t, "lineage", strconv.FormatInt(sms, 10), "--api", api)
 	require.NoError(t, err)

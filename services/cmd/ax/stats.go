@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -62,6 +63,15 @@ func printStats(w io.Writer, s *contracts.Stats) {
 	tw.Flush()
 	if len(s.Types) == 0 && !slices.ContainsFunc(s.Lanes, func(l contracts.LaneStats) bool { return l.Backlog > 0 }) {
 		fmt.Fprintln(w, "no tasks")
+	}
+	if len(s.Workflows) > 0 {
+		var parts []string
+		for _, st := range contracts.WorkflowStatuses {
+			if n := s.Workflows[st]; n > 0 {
+				parts = append(parts, fmt.Sprintf("%s %d", st, n))
+			}
+		}
+		fmt.Fprintf(w, "workflows: %s\n", strings.Join(parts, ", "))
 	}
 	fmt.Fprintf(w, "unfinished states and lanes read at %s, finished states at %s\n",
 		s.At.Format(time.RFC3339), s.FinishedAt.Format(time.RFC3339))

@@ -46,6 +46,39 @@ func (s *Store) CountFinishedByTypeState(ctx context.Context) ([]TypeStateCount,
 		WHERE status IN `+statusList(FinalStates)+` GROUP BY task_type, status`)
 }
 
+// CountWorkflowsByState counts workflows per state, the moving ones
+// (RUNNING, COMPENSATING) when moving is set and the ended ones otherwise,
+// through the state index (migration 0020): the moving ones are a short
+// range, the ended ones the rest of the index, which callers read seldom
+// (the submitter with the finished tasks, once a minute).
+func (s *Store) CountWorkflowsByState(ctx context.Context, moving bool) (map[contracts.WorkflowStatus]int64, error) {
+	in := "IN"
+	if !moving {
+		in = "NOT IN"
+	}
+	rows, err := s.db.QueryContext(ctx, `SELECT status, COUNT(*) FROM workflows FORCE INDEX (idx_workflows_status_id)
+		WHERE status `+in+` ('`+string(contracts.WorkflowRunning)+`', '`+string(contracts.WorkflowCompensating)+`') GROUP BY status`)
+	if err != nil {
+		return nil, fmt.Errorf("count workflows by state: %w", err)
+	}
+	defer rows.Close()
+	out := map[contracts.WorkflowStatus]int64{}
+	for rows.Next() {
+		var (
+			status string
+			n      int64
+		)
+		if err := rows.Scan(&status, &n); err != nil {
+			return nil, fmt.Errorf("count workflows by state: %w", err)
+		}
+		out[contracts.WorkflowStatus(status)] = n
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("count workflows by state: %w", err)
+	}
+	return out, nil
+}
+
 // statusList is states as an SQL list of literals; they are constants.
 func statusList(states []contracts.Status) string {
 	q := make([]string, len(states))

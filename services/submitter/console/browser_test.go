@@ -345,6 +345,13 @@ func workflowFlow(t *testing.T, ax *axUnderTest, b *browser) {
 	require.NoError(t, err)
 	require.Equal(t, "#/workflows?status=FAILED&name=order", hash, "a filtered list is a link")
 
+	// The overview counts workflows per state, each count a link to its list.
+	p.goTo("#/")
+	p.waitText("#workflows", "Workflows by state")
+	p.waitText("#workflows", "FAILED")
+	p.click(`#workflows a[href="#/workflows?status=FAILED"]`)
+	p.waitText(listRow(failed.ID), "order-42")
+
 	p.goTo("#/workflows?status=DONE")
 	p.waitText("#flash", "400 invalid_argument")
 	p.waitText("#flash", "DONE")

@@ -4,7 +4,7 @@
 // refresh on.
 
 import { api } from '../api.js';
-import { fill, finished, fmtAgo, fmtTime, h, link, statusBadge, statuses, table } from '../dom.js';
+import { fill, finished, fmtAgo, fmtTime, h, link, statusBadge, statuses, table, workflowStatuses } from '../dom.js';
 import { loadStats } from './stats.js';
 
 const refreshMs = 5000;
@@ -38,6 +38,7 @@ async function draw(ctx) {
       card('Paused types', String(paused.length), paused.join(', ') || 'none')),
     stats ? lanes(stats) : h('p', { class: 'muted', text: 'This server does not serve GET /v1/stats, so counts are not shown.' }),
     stats ? byType(stats) : null,
+    stats ? workflows(stats) : null,
     h('h2', {}, 'Recent dead letters ', link('/deadletters', 'all →')),
     table(['Task', 'Type', 'Ended', 'Last error', 'Filed'], letters.dead_letters.map((d) => [
       link('/task/' + d.task_id, d.task_id), d.type, statusBadge(d.status),
@@ -85,4 +86,13 @@ function byType(stats) {
       link('/tasks?type=' + encodeURIComponent(n), n),
       ...shown.map((s) => (stats.byType[n][s] ? link(`/tasks?type=${encodeURIComponent(n)}&status=${s}`, String(stats.byType[n][s])) : '0')),
     ]), 'No tasks.'));
+}
+
+// workflows counts the workflows per state, each count a link to that list.
+function workflows(stats) {
+  const shown = workflowStatuses.filter((s) => stats.workflows[s]);
+  return h('section', { id: 'workflows' }, h('h2', {}, 'Workflows by state ', link('/workflows', 'all →')),
+    shown.length
+      ? table(shown, [shown.map((s) => link('/workflows?status=' + s, String(stats.workflows[s])))])
+      : h('p', { class: 'muted', text: 'No workflows.' }));
 }
