@@ -381,13 +381,16 @@ func workflowFlow(t *testing.T, ax *axUnderTest, b *browser) {
 	p.waitText("h1", failed.ID)
 
 	slow, err := ax.api.CreateWorkflow(ctx, contracts.WorkflowRequest{Name: "export", Steps: []contracts.WorkflowStep{
-		{Key: "dump", StepTask: contracts.StepTask{Type: demo.TypeSleep, Payload: json.RawMessage(`{"ms":60000}`)}},
+		// Due in 3 s: the page first shows it waiting, and only its refresh
+		// can show it start.
+		{Key: "dump", StepTask: contracts.StepTask{Type: demo.TypeSleep, Payload: json.RawMessage(`{"ms":60000}`), Delay: "3s"}},
 		{Key: "upload", StepTask: contracts.StepTask{Type: demo.TypeNoop}, DependsOn: []string{"dump"}},
 	}})
 	require.NoError(t, err)
 	dump := stepTask(t, slow, "dump")
 	p.goTo("#/workflow/" + slow.ID)
 	p.waitText("h1", "RUNNING")
+	p.waitText(stepRow(dump), "READY")
 	p.waitText(stepRow(dump), "RUNNING") // the page follows the step as it starts
 	p.clickText("button", "Cancel workflow")
 	p.clickText("button", "Really cancel?")
