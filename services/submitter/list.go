@@ -77,15 +77,12 @@ func parseTaskFilter(q url.Values) (store.TaskFilter, *contracts.Problem) {
 		}
 		f.Status = contracts.Status(v)
 	}
-	if q.Has("biz_key") {
-		v := q.Get("biz_key")
-		if f.Type == "" {
-			return bad("biz_key needs type: business keys are unique per task type")
-		}
-		if v == "" || len(v) > contracts.MaxBizKeyLen {
-			return bad("biz_key is %d bytes: want 1 to %d", len(v), contracts.MaxBizKeyLen)
-		}
-		f.BizKey = &v
+	if q.Has("biz_key") && f.Type == "" {
+		return bad("biz_key needs type: business keys are unique per task type")
+	}
+	var prob *contracts.Problem
+	if f.BizKey, prob = parseBizKey(q); prob != nil {
+		return store.TaskFilter{}, prob
 	}
 	if v := q.Get("node"); v != "" {
 		if f.Status == "" {
@@ -96,22 +93,49 @@ func parseTaskFilter(q url.Values) (store.TaskFilter, *contracts.Problem) {
 		}
 		f.Node = v
 	}
-	after, before, prob := parseCreated(q)
-	if prob != nil {
+	var after time.Time
+	if f.MinID, f.MaxID, after, prob = parseCreatedIDs(q, "task"); prob != nil {
 		return store.TaskFilter{}, prob
 	}
-	if !after.IsZero() {
-		f.MinID = max(idgen.FirstAt(after), 1)
-		if f.Status != "" {
-			f.DueFrom = after.Add(-dueMargin).UnixMilli()
-		}
-	}
-	if !before.IsZero() {
-		if f.MaxID = idgen.FirstAt(before); f.MaxID == 0 {
-			return bad("created_before=%q is before the first possible task", q.Get("created_before"))
-		}
+	if !after.IsZero() && f.Status != "" {
+		f.DueFrom = after.Add(-dueMargin).UnixMilli()
 	}
 	return f, nil
+}
+
+// parseBizKey reads biz_key, nil when absent: 1 to MaxBizKeyLen bytes,
+// compared byte for byte.
+func parseBizKey(q url.Values) (*string, *contracts.Problem) {
+	if !q.Has("biz_key") {
+		return nil, nil
+	}
+	v := q.Get("biz_key")
+	if v == "" || len(v) > contracts.MaxBizKeyLen {
+		return nil, contracts.NewProblem(http.StatusBadRequest, contracts.CodeInvalidArgument,
+			fmt.Sprintf("biz_key is %d bytes: want 1 to %d", len(v), contracts.MaxBizKeyLen))
+	}
+	return &v, nil
+}
+
+// parseCreatedIDs reads created_after and created_before as bounds of the
+// snowflake IDs, which hold the creation time: minID <= id < maxID (0:
+// unbounded); after is created_after's time, zero when absent. what names
+// the rows listed (task, workflow) in the error.
+func parseCreatedIDs(q url.Values, what string) (minID, maxID int64, after time.Time, p *contracts.Problem) {
+	after, before, p := parseCreated(q)
+	if p != nil {
+		return 0, 0, after, p
+	}
+	if !after.IsZero() {
+		minID = max(idgen.FirstAt(after), 1)
+	}
+	if !before.IsZero() {
+		if maxID = idgen.FirstAt(before); maxID == 0 {
+			return 0, 0, after, contracts.NewProblem(http.StatusBadRequest, contracts.CodeInvalidArgument,
+				fmt.Sprintf("created_before=%q is before the first possible %s", q.Get("created_before"), what))
+		}
+	}
+	return minID, maxID, after, nil
 }
 
 // parseCreated reads created_after and created_before (RFC 3339).

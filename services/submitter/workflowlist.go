@@ -10,7 +10,6 @@ import (
 	"strings"
 
 	"github.com/axsched/ax/contracts"
-	"github.com/axsched/ax/services/internal/idgen"
 	"github.com/axsched/ax/services/internal/store"
 )
 
@@ -64,24 +63,12 @@ func parseListWorkflows(q url.Values) (store.ListWorkflowsParams, *contracts.Pro
 		}
 		p.Filter.Name = v
 	}
-	if q.Has("biz_key") {
-		v := q.Get("biz_key")
-		if v == "" || len(v) > contracts.MaxBizKeyLen {
-			return bad("biz_key is %d bytes: want 1 to %d", len(v), contracts.MaxBizKeyLen)
-		}
-		p.Filter.BizKey = &v
-	}
-	after, before, prob := parseCreated(q)
-	if prob != nil {
+	var prob *contracts.Problem
+	if p.Filter.BizKey, prob = parseBizKey(q); prob != nil {
 		return store.ListWorkflowsParams{}, prob
 	}
-	if !after.IsZero() {
-		p.Filter.MinID = max(idgen.FirstAt(after), 1)
-	}
-	if !before.IsZero() {
-		if p.Filter.MaxID = idgen.FirstAt(before); p.Filter.MaxID == 0 {
-			return bad("created_before=%q is before the first possible workflow", q.Get("created_before"))
-		}
+	if p.Filter.MinID, p.Filter.MaxID, _, prob = parseCreatedIDs(q, "workflow"); prob != nil {
+		return store.ListWorkflowsParams{}, prob
 	}
 	if p.Limit, prob = parseListLimit(q); prob != nil {
 		return store.ListWorkflowsParams{}, prob

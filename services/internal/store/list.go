@@ -166,14 +166,20 @@ func listTasksSQL(cols string, p ListTasksParams) (string, []any) {
 	if f.MaxID > 0 {
 		add("id < ?", f.MaxID)
 	}
+	return listSQL(cols, from, where, args, order, p.Limit)
+}
+
+// listSQL assembles a list's query: cols from from, where's conditions
+// (args their values) joined by AND, in order, cut at limit when positive.
+func listSQL(cols, from string, where []string, args []any, order string, limit int) (string, []any) {
 	q := "SELECT " + cols + " FROM " + from
 	if len(where) > 0 {
 		q += " WHERE " + strings.Join(where, " AND ")
 	}
 	q += " ORDER BY " + order
-	if p.Limit > 0 {
+	if limit > 0 {
 		q += " LIMIT ?"
-		args = append(args, p.Limit)
+		args = append(args, limit)
 	}
 	return q, args
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/axsched/ax/contracts"
@@ -137,16 +136,7 @@ func listWorkflowsSQL(p ListWorkflowsParams) (string, []any) {
 	if f.MaxID > 0 {
 		add("id < ?", f.MaxID)
 	}
-	q := "SELECT " + workflowListColumns + " FROM " + from
-	if len(where) > 0 {
-		q += " WHERE " + strings.Join(where, " AND ")
-	}
-	q += " ORDER BY id DESC"
-	if p.Limit > 0 {
-		q += " LIMIT ?"
-		args = append(args, p.Limit)
-	}
-	return q, args
+	return listSQL(workflowListColumns, from, where, args, "id DESC", p.Limit)
 }
 
 // ExplainListWorkflows returns MySQL's EXPLAIN of the query ListWorkflows
