@@ -86,6 +86,12 @@ type Config struct {
 	// AxFlags are passed to every ax process local mode starts, after its
 	// own flags (so they win), e.g. --relay-gap-tracking=false.
 	AxFlags []string
+	// VsAxBin and VsAxFlags, when either is set, compare two sides (local
+	// mode): every rep of every workload runs as configured (side A) and
+	// with this ax executable and these flags after AxFlags (side B), in
+	// ABBA order, and the report sets B's figures against A's.
+	VsAxBin   string
+	VsAxFlags []string
 	// Trace makes every started ax export its spans (--otlp-endpoint) to a
 	// collector in the harness that counts them (local mode): what
 	// tracing costs, against a run without.
@@ -104,6 +110,8 @@ type Config struct {
 	// before ax starts; axArgs are added to the started ax's arguments.
 	seed   func(ctx context.Context, dsn string) error
 	axArgs []string
+	// side is the side of a comparison this configuration runs (sideConfig).
+	side string
 }
 
 // NamedPID names a process of a remote deployment to sample.
@@ -156,8 +164,8 @@ func (c *Config) Validate() error {
 		if c.NATSURL == "" {
 			return errors.New("remote mode (--api) needs --nats-url: the harness listens there for the ax.bench reports")
 		}
-		if c.CPUProfileDir != "" || len(c.AxFlags) > 0 {
-			return errors.New("--cpuprofile and --ax-flag need local mode: start remote processes with the flags yourself")
+		if c.CPUProfileDir != "" || len(c.AxFlags) > 0 || c.Compare() {
+			return errors.New("--cpuprofile, --ax-flag, --vs-ax-bin and --vs-ax-flag need local mode: start remote processes with the flags yourself")
 		}
 		return nil
 	}

@@ -14,7 +14,10 @@
 // or the five services as processes, a fresh database and Redis prefix,
 // all removed afterwards) or measures a running deployment (remote mode).
 // Around each measured window the harness samples CPU time and peak RSS
-// of the processes involved from /proc.
+// of the processes involved from /proc. In local mode it can compare two
+// sides, another ax build or other flags (Config.VsAxBin, VsAxFlags): each
+// rep of each workload runs on both, in ABBA order, and Compare sets B's
+// headline figures against A's rep by rep.
 //
 // docs/benchmarks.md says exactly how each figure is measured.
 package bench

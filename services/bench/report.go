@@ -28,9 +28,14 @@ type Result struct {
 	Workload string
 	Settings []Setting
 	Reps     int
+	// Side is SideA or SideB in a comparison (Config.Compare), else empty.
+	Side string
 	// Metrics are in print order: the workload's own figures, the checks,
 	// then the per-process costs.
 	Metrics []Metric
+	// byRep holds each rep's own figures by rep number, which a
+	// comparison pairs with the other side's of the same rep.
+	byRep map[int][]Metric
 }
 
 // Metric returns the named figure.
@@ -112,14 +117,24 @@ func writeTable(w io.Writer, results []Result) error {
 				figures = append(figures, m.Name+"="+formatNumber(m.Value))
 			}
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s |\n", r.Workload, strings.Join(settings, " "), strings.Join(figures, ", "))
+		fmt.Fprintf(&b, "| %s | %s | %s |\n", labelOf(r), strings.Join(settings, " "), strings.Join(figures, ", "))
 	}
 	b.WriteString("\nPer-process cost over each measured window (CPU seconds; peak RSS in MB from VmHWM):\n\n")
 	for _, r := range results {
-		fmt.Fprintf(&b, "- %s: %s\n", r.Workload, costLine(r))
+		fmt.Fprintf(&b, "- %s: %s\n", labelOf(r), costLine(r))
 	}
+	writeComparisons(&b, results)
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// labelOf names a result's row: its workload, and its side in a
+// comparison ("retry (B)").
+func labelOf(r Result) string {
+	if r.Side == "" {
+		return r.Workload
+	}
+	return r.Workload + " (" + r.Side + ")"
 }
 
 // costLine reads "window 12.3 s; ax 4.5 cpu_s 120 MB; mysql 3.2 cpu_s; ...".
@@ -148,6 +163,7 @@ func costLine(r Result) string {
 // jsonLine is the shape of one FormatJSON line.
 type jsonLine struct {
 	Workload string             `json:"workload"`
+	Side     string             `json:"side,omitempty"`
 	Reps     int                `json:"reps"`
 	Settings map[string]any     `json:"settings"`
 	Metrics  map[string]float64 `json:"metrics"`
@@ -156,7 +172,7 @@ type jsonLine struct {
 func writeJSON(w io.Writer, results []Result) error {
 	enc := json.NewEncoder(w)
 	for _, r := range results {
-		line := jsonLine{Workload: r.Workload, Reps: r.Reps, Settings: map[string]any{}, Metrics: map[string]float64{}}
+		line := jsonLine{Workload: r.Workload, Side: r.Side, Reps: r.Reps, Settings: map[string]any{}, Metrics: map[string]float64{}}
 		for _, s := range r.Settings {
 			line.Settings[s.Key] = s.Value
 		}
@@ -170,7 +186,7 @@ func writeJSON(w io.Writer, results []Result) error {
 			return fmt.Errorf("encode %s result: %w", r.Workload, err)
 		}
 	}
-	return nil
+	return writeJSONComparisons(enc, results)
 }
 
 // formatNumber prints integers as integers and other values with about

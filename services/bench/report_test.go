@@ -57,10 +57,16 @@ Per-process cost over each measured window (CPU seconds; peak RSS in MB from VmH
 	require.Equal(t, want, b.String())
 }
 
-func TestWriteJSON(t *testing.T) {
+// jsonLines writes results as FormatJSON and returns its lines.
+func jsonLines(t *testing.T, results []Result) []string {
+	t.Helper()
 	var b bytes.Buffer
-	require.NoError(t, Write(&b, FormatJSON, sampleResults()))
-	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
+	require.NoError(t, Write(&b, FormatJSON, results))
+	return strings.Split(strings.TrimSpace(b.String()), "\n")
+}
+
+func TestWriteJSON(t *testing.T) {
+	lines := jsonLines(t, sampleResults())
 	require.Len(t, lines, 2, "one object per workload per line")
 	var first struct {
 		Workload string             `json:"workload"`
@@ -126,7 +132,7 @@ func TestAddChainsShare(t *testing.T) {
 		}
 	}
 	got := results()
-	addChainsShare(got, []float64{52, 40, 45})
+	addChainsShare(got, map[string][]float64{"": {52, 40, 45}})
 	require.Equal(t, []Metric{{mRelease + "_p50_ms", 2}, {mChainsPerS, 1500}, {mChainsVsSingle, 45}, {prefixCPU + "ax", 4}},
 		got[1].Metrics, "the median of the reps' shares, after chains_per_s")
 	require.Equal(t, results()[0], got[0], "the latency figures are left alone")
@@ -134,4 +140,14 @@ func TestAddChainsShare(t *testing.T) {
 	none := results()
 	addChainsShare(none, nil)
 	require.Equal(t, results(), none, "no rep ran both")
+
+	// In a comparison each side's chains take their own side's shares, and
+	// the median aggregate took of the reps' shares (at the end) moves.
+	sides := []Result{
+		{Workload: Chains, Side: SideA, Metrics: []Metric{{mChainsPerS, 1500}, {prefixCPU + "ax", 4}, {mChainsVsSingle, 1}}},
+		{Workload: Chains, Side: SideB, Metrics: []Metric{{mChainsPerS, 1600}, {prefixCPU + "ax", 5}, {mChainsVsSingle, 1}}},
+	}
+	addChainsShare(sides, map[string][]float64{SideA: {40, 44}, SideB: {50}})
+	require.Equal(t, []Metric{{mChainsPerS, 1500}, {mChainsVsSingle, 42}, {prefixCPU + "ax", 4}}, sides[0].Metrics)
+	require.Equal(t, []Metric{{mChainsPerS, 1600}, {mChainsVsSingle, 50}, {prefixCPU + "ax", 5}}, sides[1].Metrics)
 }

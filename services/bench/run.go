@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -28,11 +29,13 @@ type run struct {
 }
 
 // Run runs every workload of cfg Reps times and returns one Result per
-// workload. Each rep runs every workload once, in turn, so that a machine
-// that slows down or speeds up during the run moves every workload alike
-// (and a rep's latency and chains runs can be set against each other:
-// chains_vs_single_pct). A run whose tasks did not all finish still
-// reports what it measured; the error then says what went wrong.
+// workload (two, A and B, in a comparison: Config.Compare). Each rep runs
+// every workload once, in turn, so that a machine that slows down or speeds
+// up during the run moves every workload alike (and a rep's latency and
+// chains runs can be set against each other: chains_vs_single_pct); in a
+// comparison each workload runs as both sides before the next one starts,
+// in ABBA order. A run whose tasks did not all finish still reports what
+// it measured; the error then says what went wrong.
 func Run(ctx context.Context, cfg Config) ([]Result, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
@@ -46,43 +49,77 @@ func Run(ctx context.Context, cfg Config) ([]Result, error) {
 			workloads = append(workloads, w)
 		}
 	}
-	reps := map[string][][]Metric{}
-	var shares []float64
+	reps := map[string]map[int][]Metric{} // by workload and side, then rep
+	shares := map[string][]float64{}      // by side
 	var errs []error
 reps:
 	for rep := 1; rep <= cfg.Reps; rep++ {
 		this := map[string][]Metric{}
 		for _, w := range workloads {
-			cfg.Logger.Info("workload starting", "workload", w, "rep", rep, "of", cfg.Reps)
-			m, err := runWorkload(ctx, &cfg, w, rep)
-			if m != nil {
-				reps[w] = append(reps[w], m)
-				this[w] = m
-				if cfg.Reps > 1 {
-					// The table shows medians; each rep's own figures say
-					// how far apart they were (and pair a rep's off and on).
-					cfg.Logger.Info("workload done", "workload", w, "rep", rep, "figures", figureList(m))
+			for _, side := range cfg.sidesAt(rep) {
+				sc := cfg.sideConfig(side)
+				sc.Logger.Info("workload starting", "workload", w, "rep", rep, "of", cfg.Reps)
+				m, err := runWorkload(ctx, &sc, w, rep)
+				if m != nil {
+					if reps[w+side] == nil {
+						reps[w+side] = map[int][]Metric{}
+					}
+					reps[w+side][rep] = m
+					this[w+side] = m
+					if cfg.Reps > 1 || side != "" {
+						// The table shows medians; each rep's own figures say
+						// how far apart they were (and pair a rep's off and on).
+						sc.Logger.Info("workload done", "workload", w, "rep", rep, "figures", figureList(m))
+					}
 				}
-			}
-			if err != nil {
-				errs = append(errs, fmt.Errorf("%s rep %d: %w", w, rep, err))
-				if ctx.Err() != nil {
-					break reps
+				if err != nil {
+					errs = append(errs, fmt.Errorf("%s%s rep %d: %w", w, sideSuffix(side), rep, err))
+					if ctx.Err() != nil {
+						break reps
+					}
 				}
 			}
 		}
-		if share, ok := chainsShare(this[Latency], this[Chains]); ok {
-			shares = append(shares, share)
+		for _, side := range cfg.sides() {
+			if share, ok := chainsShare(this[Latency+side], this[Chains+side]); ok {
+				shares[side] = append(shares[side], share)
+				reps[Chains+side][rep] = append(slices.Clone(reps[Chains+side][rep]), Metric{Name: mChainsVsSingle, Value: share})
+			}
 		}
 	}
 	var results []Result
 	for _, w := range workloads {
-		if len(reps[w]) > 0 {
-			results = append(results, aggregate(w, settingsOf(&cfg, w), reps[w]))
+		for _, side := range cfg.sides() {
+			byRep := reps[w+side]
+			if len(byRep) == 0 {
+				continue
+			}
+			sc := cfg.sideConfig(side)
+			r := aggregate(w, settingsOf(&sc, w), inRepOrder(byRep))
+			r.Side, r.byRep = side, byRep
+			results = append(results, r)
 		}
 	}
 	addChainsShare(results, shares)
 	return results, errors.Join(errs...)
+}
+
+// inRepOrder lists the reps' figures by rep number.
+func inRepOrder(byRep map[int][]Metric) [][]Metric {
+	nums := slices.Sorted(maps.Keys(byRep))
+	out := make([][]Metric, len(nums))
+	for i, n := range nums {
+		out[i] = byRep[n]
+	}
+	return out
+}
+
+// sideSuffix is side as it follows a workload's name in labels and errors.
+func sideSuffix(side string) string {
+	if side == "" {
+		return ""
+	}
+	return "-" + side
 }
 
 // chainsShare is one rep's chains a second as a share of its single tasks
@@ -98,24 +135,23 @@ func chainsShare(latency, chains []Metric) (share float64, ok bool) {
 	return 100 * chainsPerS / perS, true
 }
 
-// addChainsShare puts the median of the reps' chainsShare after the chains
-// workload's chains_per_s (chains_vs_single_pct).
-func addChainsShare(results []Result, shares []float64) {
-	if len(shares) == 0 {
-		return
-	}
+// addChainsShare puts the median of each side's chainsShare after its
+// chains workload's chains_per_s (chains_vs_single_pct). The reps' own
+// shares are in the chains results' byRep already; aggregate left them
+// out of the medians, which are taken here.
+func addChainsShare(results []Result, shares map[string][]float64) {
 	for i := range results {
-		if results[i].Workload != Chains {
+		if results[i].Workload != Chains || len(shares[results[i].Side]) == 0 {
 			continue
 		}
-		ms := results[i].Metrics
+		ms := slices.DeleteFunc(results[i].Metrics, func(m Metric) bool { return m.Name == mChainsVsSingle })
 		at := slices.IndexFunc(ms, func(m Metric) bool { return m.Name == mChainsPerS }) + 1
-		results[i].Metrics = slices.Insert(ms, at, Metric{Name: mChainsVsSingle, Value: Median(shares)})
+		results[i].Metrics = slices.Insert(ms, at, Metric{Name: mChainsVsSingle, Value: Median(shares[results[i].Side])})
 	}
 }
 
 func runWorkload(ctx context.Context, cfg *Config, w string, rep int) ([]Metric, error) {
-	label := fmt.Sprintf("%s-%d", w, rep)
+	label := fmt.Sprintf("%s-%d%s", w, rep, sideSuffix(cfg.side))
 	switch w {
 	case Throughput:
 		e2e, err := withRun(ctx, cfg, label, cfg.CPUProfileDir != "", (*run).throughputE2E)
@@ -221,6 +257,9 @@ func settingsOf(cfg *Config, w string) []Setting {
 		return append(s, Setting{"target", "remote"})
 	}
 	s = append(s, Setting{"concurrency", cfg.Concurrency}, Setting{"topology", cfg.Topology})
+	if cfg.side == SideB && cfg.VsAxBin != "" {
+		s = append(s, Setting{"ax_bin", cfg.AxBin})
+	}
 	if len(cfg.AxFlags) > 0 {
 		s = append(s, Setting{"ax_flags", strings.Join(cfg.AxFlags, " ")})
 	}

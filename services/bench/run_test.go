@@ -180,3 +180,72 @@ func requireNothingLeft(t *testing.T, dsn string) {
 		require.NotEqual(t, self, ppid, "child %d still running", pid)
 	}
 }
+
+// TestCompareSides runs the retry workload on two sides, each started
+// through a wrapper of the ax binary that logs how it was started: the
+// sides take turns going first (ABBA), only side B's processes get B's
+// flag, both report every task exactly once, and the report sets B
+// against A rep by rep.
+func TestCompareSides(t *testing.T) {
+	dir := binDir(t)
+	dsn := mysqlServer(t)
+	rdb, _ := testenv.Redis(t)
+	tmp := t.TempDir()
+	starts := filepath.Join(tmp, "starts.log")
+	wrapper := func(side string) string {
+		p := filepath.Join(tmp, "ax-"+side)
+		script := fmt.Sprintf("#!/bin/sh\necho \"%s $*\" >> '%s'\nexec '%s' \"$@\"\n", side, starts, filepath.Join(dir, "ax"))
+		require.NoError(t, os.WriteFile(p, []byte(script), 0o755))
+		return p
+	}
+	cfg := Config{
+		Workloads: []string{Retry}, N: 1, Rate: 1, Duration: time.Second, RetryN: 100,
+		Concurrency: 16, Reps: 2, BatchSize: 50, BatchWorkers: 2, MaxInFlight: 100, StallTimeout: time.Minute,
+		AxBin: wrapper(SideA), VsAxBin: wrapper(SideB), VsAxFlags: []string{"--outcome-writers=2"},
+		NATSServer: filepath.Join(dir, "nats-server"), Topology: TopologyUp,
+		MySQLDSN: dsn, RedisAddr: rdb.Options().Addr, Logger: testenv.Logger(t).With("test", t.Name()),
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	results, err := Run(ctx, cfg)
+	require.NoError(t, err)
+	require.Len(t, results, 2)
+	for i, side := range []string{SideA, SideB} {
+		r := results[i]
+		require.Equal(t, Retry, r.Workload)
+		require.Equal(t, side, r.Side)
+		require.Equal(t, 2, r.Reps)
+		tasks, _ := r.Metric(mTasks)
+		runs, _ := r.Metric(mRuns)
+		require.Equal(t, 100.0, tasks, "side %s", side)
+		require.Equal(t, 200.0, runs, "side %s: a failed first attempt and a successful retry each", side)
+		for _, name := range []string{mMissing, mDuplicates, mDropped} {
+			v, _ := r.Metric(name)
+			require.Zero(t, v, "side %s: %s", side, name)
+		}
+	}
+
+	data, err := os.ReadFile(starts)
+	require.NoError(t, err)
+	var order []string
+	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		side, args, _ := strings.Cut(line, " ")
+		if !strings.HasPrefix(args, "up ") {
+			continue // its migrate
+		}
+		order = append(order, side)
+		require.Equal(t, side == SideB, strings.Contains(args, "--outcome-writers=2"), "side %s started as %q", side, args)
+	}
+	require.Equal(t, []string{SideA, SideB, SideB, SideA}, order, "each rep's sides in turn, neither always first")
+
+	cs := Compare(results)
+	require.NotEmpty(t, cs)
+	require.Equal(t, mRetryTotal, cs[0].Metric)
+	require.Equal(t, 2, cs[0].Pairs, "both reps measured on both sides")
+	var table bytes.Buffer
+	require.NoError(t, Write(&table, FormatTable, results))
+	require.Contains(t, table.String(), "ax_flags=--outcome-writers=2")
+	t.Logf("\n%s", table.String())
+
+	requireNothingLeft(t, dsn)
+}

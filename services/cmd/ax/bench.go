@@ -39,11 +39,19 @@ nats-server child (JetStream, store in a temp dir), ` + "`ax up --nats-url`" + `
 service processes with --topology split), a fresh MySQL database and Redis
 prefix, and stops and removes them at the end of the run. With --api it
 measures a running deployment instead (--nats-url and --mysql-dsn too).
+
+With --vs-ax-flag or --vs-ax-bin it compares two sides: every rep of every
+workload runs as given (side A) and with those flags or that ax (side B),
+alternating which goes first (ABBA), and the report adds B's headline
+figures against A's: medians, change, and in how many reps B did better.
+
 Progress goes to stderr, results to stdout. See docs/benchmarks.md.`,
 		Example: `  ax bench                                          # all four workloads, standard sizes
   ax bench --workload throughput --n 5000 --reps 3 -o json
   ax bench --topology split --cpuprofile prof/
   ax bench --workload throughput --ax-flag=--fetchers=1
+  ax bench --workload retry --reps 8 --vs-ax-flag=--outcome-writers=2
+  ax bench --reps 4 --vs-ax-bin /tmp/ax-before         # this build (A) against an older one (B)
   ax bench --api http://10.0.0.5:8080 --nats-url nats://10.0.0.5:4222 \
     --mysql-dsn 'ax:pw@tcp(10.0.0.6:3306)/ax' --pid ax=4242`,
 		Args: cobra.NoArgs,
@@ -84,8 +92,10 @@ Progress goes to stderr, results to stdout. See docs/benchmarks.md.`,
 	fs.StringVar(&natsServer, "nats-server", "", "local mode: nats-server executable (default: nats-server next to ax)")
 	fs.StringVar(&cfg.MySQLDSN, "mysql-dsn", bench.MySQLDSNDefault, "local mode: MySQL server; each run gets a fresh database <name>_<random>, dropped after. Remote mode: the deployment's database")
 	fs.StringVar(&cfg.RedisAddr, "redis-addr", bench.RedisAddrDefault, "local mode: Redis for the started ax (a fresh key prefix per run, deleted after)")
-	fs.StringVar(&cfg.CPUProfileDir, "cpuprofile", "", "local mode: directory where the ax processes write CPU profiles, one file per run and process (<workload>-<rep>-<process>.pprof)")
+	fs.StringVar(&cfg.CPUProfileDir, "cpuprofile", "", "local mode: directory where the ax processes write CPU profiles, one file per run and process (<workload>-<rep>[-<side>]-<process>.pprof)")
 	fs.StringArrayVar(&cfg.AxFlags, "ax-flag", nil, "local mode: pass a flag to every started ax process, e.g. --ax-flag=--relay-gap-tracking=false (repeatable)")
+	fs.StringVar(&cfg.VsAxBin, "vs-ax-bin", "", "local mode: compare with this ax executable as side B (side A runs the ax running bench); every rep of every workload runs on both sides, in ABBA order")
+	fs.StringArrayVar(&cfg.VsAxFlags, "vs-ax-flag", nil, "local mode: side B passes this flag to its ax processes after --ax-flag (repeatable); every rep of every workload runs on both sides, in ABBA order")
 	fs.BoolVar(&cfg.Trace, "trace", false, "local mode: ax exports trace spans (--otlp-endpoint) to a collector in the harness, which counts them (spans_exported): the cost of tracing")
 	fs.StringVar(&cfg.API, "api", "", "remote mode: submitter base URL of a running deployment")
 	fs.StringVar(&cfg.NATSURL, "nats-url", "", "remote mode: the deployment's NATS, where ax.bench reports arrive")
@@ -145,6 +155,20 @@ func completeBenchConfig(cfg *bench.Config, natsServer string, pids []string) er
 		}
 		if err := os.MkdirAll(cfg.CPUProfileDir, 0o755); err != nil {
 			return fmt.Errorf("--cpuprofile: %w", err)
+		}
+	}
+	if cfg.VsAxBin != "" {
+		// Children start in a directory of their own: a relative path
+		// would name nothing there.
+		if cfg.VsAxBin, err = filepath.Abs(cfg.VsAxBin); err != nil {
+			return fmt.Errorf("--vs-ax-bin: %w", err)
+		}
+		st, err := os.Stat(cfg.VsAxBin)
+		if err != nil {
+			return fmt.Errorf("--vs-ax-bin: %w", err)
+		}
+		if st.IsDir() || st.Mode().Perm()&0o111 == 0 {
+			return fmt.Errorf("--vs-ax-bin %s: not an executable file", cfg.VsAxBin)
 		}
 	}
 	return nil
