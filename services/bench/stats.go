@@ -22,12 +22,13 @@ func Percentile(sorted []float64, p float64) float64 {
 // Median returns the middle of values (the mean of the two middle ones for
 // an even count) without reordering the caller's slice; NaN when empty.
 // Reps are summarised by their median so that one disturbed rep does not
-// move the figure.
+// move the figure. A NaN (a rep that could not measure the figure) is left
+// out: sorted first, it would pass for the smallest value.
 func Median(values []float64) float64 {
-	if len(values) == 0 {
+	s := slices.DeleteFunc(slices.Clone(values), math.IsNaN)
+	if len(s) == 0 {
 		return math.NaN()
 	}
-	s := slices.Clone(values)
 	slices.Sort(s)
 	n := len(s)
 	if n%2 == 1 {
