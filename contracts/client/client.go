@@ -10,6 +10,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -88,6 +89,18 @@ func (c *Client) CancelWithNote(ctx context.Context, id, note string) (*contract
 		path += "?actor=" + url.QueryEscape(note)
 	}
 	return &out, c.do(ctx, http.MethodPost, path, nil, &out)
+}
+
+// getPage GETs path with the query q and limit (0: the server's default)
+// into out: every list call's request.
+func (c *Client) getPage(ctx context.Context, path string, q url.Values, limit int, out any) error {
+	if limit > 0 {
+		q.Set("limit", strconv.Itoa(limit))
+	}
+	if len(q) > 0 {
+		path += "?" + q.Encode()
+	}
+	return c.do(ctx, http.MethodGet, path, nil, out)
 }
 
 func (c *Client) do(ctx context.Context, method, path string, in, out any) error {

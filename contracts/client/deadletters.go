@@ -4,7 +4,6 @@ import (
 	"context"
 	"net/http"
 	"net/url"
-	"strconv"
 
 	"github.com/axsched/ax/contracts"
 )
@@ -35,15 +34,8 @@ func (c *Client) ListDeadLetters(ctx context.Context, f DeadLetterFilter) (*cont
 	if f.Before != "" {
 		q.Set("before", f.Before)
 	}
-	if f.Limit > 0 {
-		q.Set("limit", strconv.Itoa(f.Limit))
-	}
-	path := "/v1/deadletters"
-	if len(q) > 0 {
-		path += "?" + q.Encode()
-	}
 	var out contracts.DeadLetterList
-	return &out, c.do(ctx, http.MethodGet, path, nil, &out)
+	return &out, c.getPage(ctx, "/v1/deadletters", q, f.Limit, &out)
 }
 
 // RetryDeadLetter re-runs a dead letter's task; the history records who.

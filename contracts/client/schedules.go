@@ -4,7 +4,6 @@ import (
 	"context"
 	"net/http"
 	"net/url"
-	"strconv"
 
 	"github.com/axsched/ax/contracts"
 )
@@ -22,15 +21,8 @@ func (c *Client) ListSchedules(ctx context.Context, after string, limit int) (*c
 	if after != "" {
 		q.Set("after", after)
 	}
-	if limit > 0 {
-		q.Set("limit", strconv.Itoa(limit))
-	}
-	path := "/v1/schedules"
-	if len(q) > 0 {
-		path += "?" + q.Encode()
-	}
 	var out contracts.ScheduleList
-	return &out, c.do(ctx, http.MethodGet, path, nil, &out)
+	return &out, c.getPage(ctx, "/v1/schedules", q, limit, &out)
 }
 
 // GetSchedule loads one schedule.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"net/http"
 	"net/url"
-	"strconv"
 
 	"github.com/axsched/ax/contracts"
 )
@@ -37,18 +36,11 @@ func (f TaskFilter) Values() url.Values {
 // limit 0 takes the server's default.
 func (c *Client) ListTasks(ctx context.Context, f TaskFilter, limit int, cursor string) (*contracts.TaskList, error) {
 	q := f.Values()
-	if limit > 0 {
-		q.Set("limit", strconv.Itoa(limit))
-	}
 	if cursor != "" {
 		q.Set("cursor", cursor)
 	}
-	path := "/v1/tasks"
-	if len(q) > 0 {
-		path += "?" + q.Encode()
-	}
 	var out contracts.TaskList
-	return &out, c.do(ctx, http.MethodGet, path, nil, &out)
+	return &out, c.getPage(ctx, "/v1/tasks", q, limit, &out)
 }
 
 // Stats returns the task counts per type and state and each lane's backlog.
@@ -76,12 +68,9 @@ func (c *Client) BulkRetryDeadLetters(ctx context.Context, req contracts.BulkReq
 // none. It takes no other filter (see GET /v1/tasks?schedule=).
 func (c *Client) ListScheduleTasks(ctx context.Context, name string, limit int, cursor string) (*contracts.TaskList, error) {
 	q := url.Values{"schedule": {name}}
-	if limit > 0 {
-		q.Set("limit", strconv.Itoa(limit))
-	}
 	if cursor != "" {
 		q.Set("cursor", cursor)
 	}
 	var out contracts.TaskList
-	return &out, c.do(ctx, http.MethodGet, "/v1/tasks?"+q.Encode(), nil, &out)
+	return &out, c.getPage(ctx, "/v1/tasks", q, limit, &out)
 }

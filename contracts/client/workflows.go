@@ -4,7 +4,6 @@ import (
 	"context"
 	"net/http"
 	"net/url"
-	"strconv"
 
 	"github.com/axsched/ax/contracts"
 )
@@ -65,13 +64,6 @@ func (c *Client) ListWorkflows(ctx context.Context, f WorkflowFilter, limit int,
 			q.Set(k, v)
 		}
 	}
-	if limit > 0 {
-		q.Set("limit", strconv.Itoa(limit))
-	}
-	path := "/v1/workflows"
-	if len(q) > 0 {
-		path += "?" + q.Encode()
-	}
 	var out contracts.WorkflowList
-	return &out, c.do(ctx, http.MethodGet, path, nil, &out)
+	return &out, c.getPage(ctx, "/v1/workflows", q, limit, &out)
 }

@@ -124,30 +124,27 @@ func TestChainsShare(t *testing.T) {
 	}
 }
 
-func TestAddChainsShare(t *testing.T) {
-	results := func() []Result {
-		return []Result{
-			{Workload: Latency, Metrics: []Metric{{mTasksPerS, 5000}}},
-			{Workload: Chains, Metrics: []Metric{{mRelease + "_p50_ms", 2}, {mChainsPerS, 1500}, {prefixCPU + "ax", 4}}},
-		}
+func TestPlaceChainsShare(t *testing.T) {
+	chainsRep := func(share float64) []Metric {
+		return []Metric{{mRelease + "_p50_ms", 2}, {mChainsPerS, 1500}, {prefixCPU + "ax", 4}, {mChainsVsSingle, share}}
 	}
-	got := results()
-	addChainsShare(got, map[string][]float64{"": {52, 40, 45}})
+	latency := Result{Workload: Latency, Metrics: []Metric{{mTasksPerS, 5000}}}
+	got := []Result{latency, aggregate(Chains, nil, [][]Metric{chainsRep(52), chainsRep(40), chainsRep(45)})}
+	placeChainsShare(got)
 	require.Equal(t, []Metric{{mRelease + "_p50_ms", 2}, {mChainsPerS, 1500}, {mChainsVsSingle, 45}, {prefixCPU + "ax", 4}},
 		got[1].Metrics, "the median of the reps' shares, after chains_per_s")
-	require.Equal(t, results()[0], got[0], "the latency figures are left alone")
+	require.Equal(t, latency, got[0], "the latency figures are left alone")
 
-	none := results()
-	addChainsShare(none, nil)
-	require.Equal(t, results(), none, "no rep ran both")
+	none := []Result{latency, {Workload: Chains, Metrics: []Metric{{mChainsPerS, 1500}, {prefixCPU + "ax", 4}}}}
+	placeChainsShare(none)
+	require.Equal(t, []Metric{{mChainsPerS, 1500}, {prefixCPU + "ax", 4}}, none[1].Metrics, "no rep ran both: no share")
 
-	// In a comparison each side's chains take their own side's shares, and
-	// the median aggregate took of the reps' shares (at the end) moves.
+	// In a comparison each side's chains keep their own side's shares.
 	sides := []Result{
-		{Workload: Chains, Side: SideA, Metrics: []Metric{{mChainsPerS, 1500}, {prefixCPU + "ax", 4}, {mChainsVsSingle, 1}}},
-		{Workload: Chains, Side: SideB, Metrics: []Metric{{mChainsPerS, 1600}, {prefixCPU + "ax", 5}, {mChainsVsSingle, 1}}},
+		{Workload: Chains, Side: SideA, Metrics: aggregate(Chains, nil, [][]Metric{chainsRep(40), chainsRep(44)}).Metrics},
+		{Workload: Chains, Side: SideB, Metrics: aggregate(Chains, nil, [][]Metric{chainsRep(50)}).Metrics},
 	}
-	addChainsShare(sides, map[string][]float64{SideA: {40, 44}, SideB: {50}})
-	require.Equal(t, []Metric{{mChainsPerS, 1500}, {mChainsVsSingle, 42}, {prefixCPU + "ax", 4}}, sides[0].Metrics)
-	require.Equal(t, []Metric{{mChainsPerS, 1600}, {mChainsVsSingle, 50}, {prefixCPU + "ax", 5}}, sides[1].Metrics)
+	placeChainsShare(sides)
+	require.Equal(t, []Metric{{mRelease + "_p50_ms", 2}, {mChainsPerS, 1500}, {mChainsVsSingle, 42}, {prefixCPU + "ax", 4}}, sides[0].Metrics)
+	require.Equal(t, []Metric{{mRelease + "_p50_ms", 2}, {mChainsPerS, 1500}, {mChainsVsSingle, 50}, {prefixCPU + "ax", 4}}, sides[1].Metrics)
 }

@@ -50,7 +50,6 @@ func Run(ctx context.Context, cfg Config) ([]Result, error) {
 		}
 	}
 	reps := map[string]map[int][]Metric{} // by workload and side, then rep
-	shares := map[string][]float64{}      // by side
 	var errs []error
 reps:
 	for rep := 1; rep <= cfg.Reps; rep++ {
@@ -81,8 +80,9 @@ reps:
 			}
 		}
 		for _, side := range cfg.sides() {
+			// The rep's own share: aggregate takes the median of them, a
+			// comparison pairs them rep by rep.
 			if share, ok := chainsShare(this[Latency+side], this[Chains+side]); ok {
-				shares[side] = append(shares[side], share)
 				reps[Chains+side][rep] = append(slices.Clone(reps[Chains+side][rep]), Metric{Name: mChainsVsSingle, Value: share})
 			}
 		}
@@ -100,7 +100,7 @@ reps:
 			results = append(results, r)
 		}
 	}
-	addChainsShare(results, shares)
+	placeChainsShare(results)
 	return results, errors.Join(errs...)
 }
 
@@ -135,18 +135,19 @@ func chainsShare(latency, chains []Metric) (share float64, ok bool) {
 	return 100 * chainsPerS / perS, true
 }
 
-// addChainsShare puts the median of each side's chainsShare after its
-// chains workload's chains_per_s (chains_vs_single_pct). The reps' own
-// shares are in the chains results' byRep already; aggregate left them
-// out of the medians, which are taken here.
-func addChainsShare(results []Result, shares map[string][]float64) {
+// placeChainsShare moves the median of the reps' shares, which aggregate
+// put last, right after the chains workload's chains_per_s.
+func placeChainsShare(results []Result) {
 	for i := range results {
-		if results[i].Workload != Chains || len(shares[results[i].Side]) == 0 {
+		ms := results[i].Metrics
+		from := slices.IndexFunc(ms, func(m Metric) bool { return m.Name == mChainsVsSingle })
+		if results[i].Workload != Chains || from < 0 {
 			continue
 		}
-		ms := slices.DeleteFunc(results[i].Metrics, func(m Metric) bool { return m.Name == mChainsVsSingle })
+		share := ms[from]
+		ms = slices.Delete(ms, from, from+1)
 		at := slices.IndexFunc(ms, func(m Metric) bool { return m.Name == mChainsPerS }) + 1
-		results[i].Metrics = slices.Insert(ms, at, Metric{Name: mChainsVsSingle, Value: Median(shares[results[i].Side])})
+		results[i].Metrics = slices.Insert(ms, at, share)
 	}
 }
 
