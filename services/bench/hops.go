@@ -18,8 +18,11 @@ import (
 // its outcome, is read from the outcome's history row.
 const mHop = "hop."
 
-// outcomeChunk is how many tasks one query of outcome rows asks for.
-const outcomeChunk = 1000
+// outcomeChunk is how many tasks one query of outcome rows asks for:
+// below MariaDB's in_predicate_conversion_threshold (1,000), past which an
+// IN list becomes a join against a table of its values, and the query read
+// about a hundred history rows for each one it returned.
+const outcomeChunk = 500
 
 // hopMetrics summarises, over the first successful run of every task of
 // ids, how long each hop took. A hop whose ends were not both recorded
