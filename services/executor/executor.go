@@ -162,6 +162,10 @@ type Config struct {
 	// of two); if not, the claim is written when the window ends and the
 	// run goes on as a claimed one (see fused.go).
 	ClaimAfter time.Duration
+	// SendReleased sends every child an outcome releases through its
+	// dispatch message. By default (false) a child whose shard this node
+	// owns is taken up here without one (here.go).
+	SendReleased bool
 	// HeartbeatInterval is how often the node writes its membership
 	// heartbeat; after three missed ones the reaper takes it for dead.
 	HeartbeatInterval time.Duration
@@ -239,12 +243,19 @@ type Executor struct {
 	outcomes chan outcome
 	// direct, when set, dispatches what the outcomes release (DispatchWith).
 	direct *dispatch.Queue
+	// here holds the intakes the writers put released children in
+	// (here.go).
+	here hereRuns
 	// ready opens once every type's consumers are declared and pulled.
 	ready *ready.Gate
 	// afterLease (Config.AfterLease, or set by tests) runs between a
 	// claim's leases and its transfer: a fault injected there is a
 	// claimant killed in between.
 	afterLease func(ctx context.Context, taskIDs []int64) error
+	// dropHere, set only by tests, drops the released children the
+	// executor would take up itself for which it says so, as if the
+	// process died between the commit and taking them up.
+	dropHere func([]dispatch.Task) bool
 	// beforeRecord, set only by tests, runs before each outcome
 	// transaction: a writer held up there is MySQL slow to answer.
 	beforeRecord func()
@@ -401,9 +412,11 @@ func (e *Executor) Run(ctx context.Context) error {
 		intakes = append(intakes, in)
 	}
 	if intakeCtx.Err() == nil {
+		e.openHere(intakes)
 		e.ready.Done()
 	}
 	err = intake.Wait() // returns once intake has stopped
+	e.closeHere()
 	e.handBack(intakes)
 	e.drain(cancelRuns)
 	stopHB()

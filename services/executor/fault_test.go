@@ -39,6 +39,9 @@ type faultRig struct {
 	// dropReleases, with direct, drops the release dispatches it says so
 	// for (dispatch.Queue.DropWith).
 	dropReleases func([]dispatch.Task) bool
+	// dropHere, with direct, drops the released children an executor
+	// would take up itself that it says so for (Executor.dropHere).
+	dropHere func([]dispatch.Task) bool
 	// window, when set, overrides the executors' fused-claim window past
 	// the bound Config takes (ClaimAfterMax), so a handler can be held
 	// inside it for as long as a test needs.
@@ -51,6 +54,14 @@ type faultRig struct {
 // no goodbye, so it stops heartbeating, holds its leases and leaves its
 // fetched messages unacknowledged, as a process killed with SIGKILL does.
 func (g *faultRig) executor(t *testing.T, node string, cfg Config, h Handler, hook func(context.Context, []int64) error) (*Executor, func()) {
+	t.Helper()
+	e, kill, _ := g.start(t, node, cfg, h, hook)
+	return e, kill
+}
+
+// start is executor, also returning a function that stops the executor as
+// SIGTERM does and returns what its Run returned.
+func (g *faultRig) start(t *testing.T, node string, cfg Config, h Handler, hook func(context.Context, []int64) error) (*Executor, func(), func() error) {
 	t.Helper()
 	rdb := redis.NewClient(&redis.Options{Addr: g.addr})
 	conn, err := bus.Connect(context.Background(), g.url, node)
@@ -72,6 +83,7 @@ func (g *faultRig) executor(t *testing.T, node string, cfg Config, h Handler, ho
 		if g.dropReleases != nil {
 			e.direct.DropWith(g.dropReleases)
 		}
+		e.dropHere = g.dropHere
 	}
 	done := make(chan error, 1)
 	go func() { done <- e.Run(ctx) }()
@@ -90,16 +102,29 @@ func (g *faultRig) executor(t *testing.T, node string, cfg Config, h Handler, ho
 			_ = rdb.Close()
 		}
 	}
+	var stopped error
+	finished := false
+	wait := func() {
+		if finished {
+			return
+		}
+		select {
+		case stopped = <-done:
+			finished = true
+		case <-time.After(30 * time.Second):
+			t.Logf("executor %s did not return after it was stopped", node)
+		}
+	}
 	t.Cleanup(func() {
 		kill()
 		stop()
-		select {
-		case <-done:
-		case <-time.After(30 * time.Second):
-			t.Logf("executor %s did not return after it was killed", node)
-		}
+		wait()
 	})
-	return e, kill
+	return e, kill, func() error {
+		stop()
+		wait()
+		return stopped
+	}
 }
 
 // dispatch stores READY task id and sends its lean dispatch to the type's

@@ -397,7 +397,7 @@ const ringSlack = 5 * time.Millisecond
 // lately, or a doorbell rang for it since.
 func (in *intake) mayHold(i int) bool {
 	if f := in.srcs[i].feed; f != nil {
-		return f.len() > 0
+		return f.len() > 0 || in.spills[i].len() > 0
 	}
 	if in.spills[i].len() > 0 {
 		return true
@@ -411,10 +411,15 @@ func (in *intake) mayHold(i int) bool {
 func (in *intake) strict() bool { return in.e.cfg.Fetchers == 1 }
 
 // fetchLane fetches up to n messages of source i unless it is known empty
-// (and not forced); a fed lane gives what it holds.
+// (and not forced); a fed lane gives what it holds, the children released
+// here first (here.go): they finish work already begun.
 func (in *intake) fetchLane(ctx context.Context, i, n int, force bool) []*head {
 	if f := in.srcs[i].feed; f != nil {
-		return f.take(n)
+		got := in.spills[i].take(n)
+		if len(got) < n {
+			got = append(got, f.take(n-len(got))...)
+		}
+		return got
 	}
 	if got := in.spills[i].take(n); len(got) > 0 {
 		return got

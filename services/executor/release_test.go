@@ -7,11 +7,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
 	"github.com/axsched/ax/contracts"
 	"github.com/axsched/ax/events"
 	"github.com/axsched/ax/services/internal/dispatch"
+	"github.com/axsched/ax/services/internal/keys"
 	"github.com/axsched/ax/services/internal/store"
 )
 
@@ -33,12 +35,15 @@ func (g *faultRig) chainOf(t *testing.T, ids ...int64) {
 	require.NoError(t, err)
 }
 
-// releasedRoute reads the route of task id's READY history row.
-func (g *faultRig) releasedRoute(t *testing.T, id int64) int {
+// requireReleasedOnce checks that child id was released once, by an
+// executor's outcome, and ran once: SUSPEND, READY routed "dispatched"
+// (the relay leaves it alone), RUNNING, SUCCESS.
+func (g *faultRig) requireReleasedOnce(t *testing.T, id int64) {
 	t.Helper()
+	require.Equal(t, "SUSPEND>READY>RUNNING>SUCCESS", g.history(t, id))
 	var route int
 	require.NoError(t, g.st.DB().QueryRow(`SELECT route FROM task_history WHERE task_id = ? AND to_status = 'READY'`, id).Scan(&route))
-	return route
+	require.Equal(t, 2, route, "task %d: READY routed dispatched (history.route 2)", id)
 }
 
 // The executor dispatches the children its outcomes release, right after
@@ -51,16 +56,27 @@ func TestExecutorDispatchesTheChildrenItReleases(t *testing.T) {
 	rdb, k, g := windowRig(t, "test.release")
 	g.direct = true
 	ran := make(chan int64, 3)
-	g.executor(t, "releaser", Config{}, reporting(ran), nil)
+	g.executor(t, "releaser", Config{SendReleased: true}, reporting(ran), nil)
+	g.runChain(t, ran, rdb, k, true)
+}
+
+// runChain runs the chain 1 -> 2 -> 3 from a dispatch of 1 and checks that
+// each child was released once and ran once, marked dispatched in Redis
+// or not as marked says.
+func (g *faultRig) runChain(t *testing.T, ran <-chan int64, rdb redis.UniversalClient, k keys.Keys, marked bool) {
+	t.Helper()
 	g.chainOf(t, 1, 2, 3)
 	g.send(t, 1, events.ExecSubject(g.typ, contracts.PriorityNormal, events.SharedToken))
 	awaitInOrder(t, ran, 1, 2, 3)
 	g.awaitStatus(t, 3, contracts.StatusSuccess)
 	for _, id := range []int64{2, 3} {
-		require.Equal(t, "SUSPEND>READY>RUNNING>SUCCESS", g.history(t, id))
-		require.Equal(t, 2, g.releasedRoute(t, id), "task %d: READY routed dispatched", id)
+		g.requireReleasedOnce(t, id)
 		_, err := rdb.ZScore(context.Background(), k.Dispatched(), strconv.FormatInt(id, 10)).Result()
-		require.NoError(t, err, "task %d marked dispatched", id)
+		if marked {
+			require.NoError(t, err, "task %d marked dispatched", id)
+		} else {
+			require.ErrorIs(t, err, redis.Nil, "task %d not marked dispatched", id)
+		}
 	}
 	requireQuiet(t, ran, "ran twice")
 }
@@ -69,13 +85,22 @@ func TestExecutorDispatchesTheChildrenItReleases(t *testing.T) {
 // between the two, NATS refusing the send) leaves its child READY and
 // unmarked: exactly what the timer's reconciler looks for, so it is
 // re-driven from MySQL after the grace, as a lost dispatch of a
-// submission is.
+// submission is. So does a child the executor would have taken up itself
+// (the process killed before it did).
 func TestALostReleaseIsLeftToTheReconciler(t *testing.T) {
+	for _, here := range []bool{false, true} {
+		t.Run(map[bool]string{false: "sent", true: "taken up here"}[here], func(t *testing.T) {
+			lostRelease(t, here)
+		})
+	}
+}
+
+func lostRelease(t *testing.T, here bool) {
 	_, _, g := windowRig(t, "test.releaselost")
 	g.direct = true
 	ran := make(chan int64, 2)
 	dropped := make(chan []int64, 1)
-	g.dropReleases = func(tasks []dispatch.Task) bool {
+	drop := func(tasks []dispatch.Task) bool {
 		ids := make([]int64, len(tasks))
 		for i, task := range tasks {
 			ids[i] = task.Dispatch.TaskID
@@ -83,7 +108,15 @@ func TestALostReleaseIsLeftToTheReconciler(t *testing.T) {
 		dropped <- ids
 		return true
 	}
-	g.executor(t, "dropper", Config{}, reporting(ran), nil)
+	if here {
+		g.dropHere = drop
+	} else {
+		g.dropReleases = drop
+	}
+	e, _ := g.executor(t, "dropper", Config{SendReleased: !here}, reporting(ran), nil)
+	if here {
+		awaitOwner(t, e, g.typ, 2)
+	}
 	g.chainOf(t, 1, 2)
 	g.send(t, 1, events.ExecSubject(g.typ, contracts.PriorityNormal, events.SharedToken))
 	select {

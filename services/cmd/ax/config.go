@@ -118,6 +118,8 @@ type serverFlags struct {
 	heartbeat   time.Duration
 	// claimAfter is cfg.Executor.ClaimAfter, where 0 means none.
 	claimAfter time.Duration
+	// runReleasedHere is !cfg.Executor.SendReleased.
+	runReleasedHere bool
 	// preparedStatements is cfg.MySQLPreparedStatements, where 0 means
 	// none.
 	preparedStatements int
@@ -179,6 +181,7 @@ func (f *serverFlags) register(fs *pflag.FlagSet, command string) {
 	fs.IntVar(&c.Executor.Fetchers, "fetchers", envInt("AX_FETCHERS", 4), "claim loops per type, each claiming a batch of up to the free slots; 1 gives strict lane order [AX_FETCHERS]")
 	fs.IntVar(&c.Executor.OutcomeWriters, "outcome-writers", envInt("AX_OUTCOME_WRITERS", executor.OutcomeWritersDefault), "transactions recording finished runs at once, each carrying whatever finished meanwhile [AX_OUTCOME_WRITERS]")
 	fs.DurationVar(&f.claimAfter, "claim-after", envDur("AX_CLAIM_AFTER", executor.ClaimAfterDefault), "fused-claim window: a task whose handler returns within it has its claim written in its outcome's transaction, one commit instead of two; a longer one is claimed when it ends; 0 claims every task before its handler starts; at most 1s [AX_CLAIM_AFTER]")
+	fs.BoolVar(&f.runReleasedHere, "run-released-here", envBool("AX_RUN_RELEASED_HERE", true), "an executor takes up the workflow children its outcomes release whose shards it owns itself, without a dispatch message; false sends every one through NATS [AX_RUN_RELEASED_HERE]")
 	fs.StringVar(&c.Executor.VersionLabel, "version-label", envStr("AX_EXECUTOR_VERSION", ""), "the version this executor reports and records on the tasks it runs; a type's rollout sends a share of its tasks to one version (default: the build's) [AX_EXECUTOR_VERSION]")
 	fs.DurationVar(&c.Executor.AgingAfter, "aging-after", envDur("AX_AGING_AFTER", 30*time.Second), "a task overdue this long counts one lane higher, per period [AX_AGING_AFTER]")
 	fs.IntVar(&f.concurrency, "concurrency", envInt("AX_CONCURRENCY", 32), "tasks of each built-in type run at once by this executor [AX_CONCURRENCY]")

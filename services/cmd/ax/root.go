@@ -77,6 +77,7 @@ func newServerCmd(name, short string, services []app.Service, embedded bool) *co
 			cfg.Executor.AfterLease = faultKillAfterLease(logger)
 			cfg.Executor.HeartbeatInterval = f.heartbeat
 			cfg.Executor.ClaimAfter = f.claimAfter
+			cfg.Executor.SendReleased = !f.runReleasedHere
 			if f.claimAfter <= 0 {
 				cfg.Executor.ClaimAfter = -1 // the flag's 0: no window
 			}

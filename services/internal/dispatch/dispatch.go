@@ -237,6 +237,26 @@ func (s *Sender) Messages(ctx context.Context, msgs []bus.Msg, tasks []Task) ([]
 // than the feed has.
 const MaxBatch = 16
 
+// Here splits tasks into those the dispatch rule sends to node's own
+// subjects (node owns the task's shard on its type's ring, and the type is
+// in no rollout, whose placement only the dispatcher reads) and the rest.
+// An executor runs the children its outcomes release that are here
+// without sending them: the message would only come back to it.
+func (s *Sender) Here(ctx context.Context, node string, tasks []Task) (here, rest []Task) {
+	table := s.router.Table()
+	canaries := s.canaries()
+	for _, t := range tasks {
+		if canaries.of(ctx, t.Dispatch.Type) == nil {
+			if owner, ok := table.Owner(t.Dispatch.Type, t.Dispatch.TaskID); ok && owner == node {
+				here = append(here, t)
+				continue
+			}
+		}
+		rest = append(rest, t)
+	}
+	return here, rest
+}
+
 // appendDispatch appends the message of one task's dispatch.
 func appendDispatch(msgs []bus.Msg, subject string, task events.TaskDispatched, traceParent string) ([]bus.Msg, error) {
 	m, err := bus.DispatchMsg(subject, task, traceParent)

@@ -70,8 +70,15 @@ func (q *Queue) Add(tasks []Task, committedNs int64, by string) {
 // tasks of a paused type), the dispatches of tasks a writer made READY and
 // due at once, committed at committedNs, each in its own trace.
 func (q *Queue) AddReleased(ctx context.Context, released []store.Released, committedNs int64, by string) {
+	q.Add(q.Released(ctx, released), committedNs, by)
+}
+
+// Released turns tasks a writer made READY and due at once into their
+// dispatches under the dispatch rule (Sender.Ready: not the tasks of a
+// paused type), each in its own trace.
+func (q *Queue) Released(ctx context.Context, released []store.Released) []Task {
 	if len(released) == 0 {
-		return
+		return nil
 	}
 	refs := make([]events.TaskRef, len(released))
 	traces := make(map[int64]string, len(released))
@@ -85,7 +92,14 @@ func (q *Queue) AddReleased(ctx context.Context, released []store.Released, comm
 	for i := range tasks {
 		tasks[i].TraceParent = traces[tasks[i].Dispatch.TaskID]
 	}
-	q.Add(tasks, committedNs, by)
+	return tasks
+}
+
+// Here splits tasks (Released) into those the dispatch rule sends to
+// node's own subjects, which node may start without sending them, and
+// the rest, for Add.
+func (q *Queue) Here(ctx context.Context, node string, tasks []Task) (here, rest []Task) {
+	return q.send.Here(ctx, node, tasks)
 }
 
 // Close ends Run once the groups queued so far are sent. Nothing may be

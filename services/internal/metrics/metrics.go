@@ -110,6 +110,12 @@ var (
 	ExecutorClaimsLost = promauto.NewCounterVec(prometheus.CounterOpts{
 		Name: "ax_executor_claims_lost_total", Help: "Claims given up because the lock or the attempt was taken.",
 	}, []string{"type"})
+	// ExecutorReleasedHere counts children an executor's outcomes released
+	// that it started itself, without a dispatch message: it owned their
+	// shards (executor.Config.SendReleased).
+	ExecutorReleasedHere = promauto.NewCounterVec(prometheus.CounterOpts{
+		Name: "ax_executor_released_here_total", Help: "Released children this executor took up itself, without a dispatch message, owning their shards.",
+	}, []string{"type"})
 	// ExecutorRejections counts claims that found their type's cluster-wide
 	// pool full after all (another executor took the room first); the task
 	// stays in its lane, unclaimed.

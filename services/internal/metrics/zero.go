@@ -88,6 +88,7 @@ func InitType(name string) {
 	ExecutorActive.WithLabelValues(name)
 	ExecutorRejections.WithLabelValues(name)
 	ExecutorClaimsLost.WithLabelValues(name)
+	ExecutorReleasedHere.WithLabelValues(name)
 	ExecutorQueueLength.WithLabelValues(name)
 	Dispatched.WithLabelValues(name)
 	DispatchedLean.WithLabelValues(name)
