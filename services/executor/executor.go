@@ -85,7 +85,11 @@ const (
 	RenewIntervalDefault   = 5 * time.Second
 	ShutdownTimeoutDefault = 30 * time.Second
 	FetchersDefault        = 4
-	OutcomeWritersDefault  = 1
+	OutcomeWritersDefault  = 2
+	// OutcomeOverflowDefault is Config.OutcomeOverflow's default: at
+	// moderate load a transaction's wait gathers far fewer, so one
+	// records them; a backlog gathers more.
+	OutcomeOverflowDefault = 64
 	ConcurrencyDefault     = 32
 	TimeoutDefault         = 5 * time.Minute
 	MaxRetriesDefault      = 3
@@ -146,11 +150,15 @@ type Config struct {
 	// in strict lane order; with N, the other fetchers' batches may hold
 	// lower-lane tasks while the last of a higher lane are claimed.
 	Fetchers int
-	// OutcomeWriters is how many transactions record finished runs at
-	// once, each carrying whatever finished while the others commit. One
-	// by default: on a CPU-bound machine two measured no faster, their
-	// smaller batches competing for the same CPU.
+	// OutcomeWriters is how many transactions may record finished runs at
+	// once, each carrying whatever finished while the others commit; one
+	// starts beside a running one only once OutcomeOverflow outcomes wait
+	// (recordOutcomes).
 	OutcomeWriters int
+	// OutcomeOverflow is how many finished runs must wait for a second
+	// (third, ...) outcome transaction to start beside a running one
+	// (0: OutcomeOverflowDefault).
+	OutcomeOverflow int
 	// AgingAfter is how long past its due time a task waits before it
 	// counts one lane higher.
 	AgingAfter time.Duration
@@ -201,6 +209,9 @@ func (c *Config) defaults() {
 	}
 	if c.OutcomeWriters <= 0 {
 		c.OutcomeWriters = OutcomeWritersDefault
+	}
+	if c.OutcomeOverflow <= 0 {
+		c.OutcomeOverflow = OutcomeOverflowDefault
 	}
 	if c.AgingAfter <= 0 {
 		c.AgingAfter = AgingAfterDefault
@@ -356,9 +367,7 @@ func (e *Executor) Run(ctx context.Context) error {
 	e.runBase = runBase
 	e.outcomes = make(chan outcome, maxOutcomeBatch)
 	var writers sync.WaitGroup
-	for range e.cfg.OutcomeWriters {
-		writers.Go(func() { e.writeOutcomes(e.outcomes) })
-	}
+	writers.Go(func() { e.recordOutcomes(e.outcomes) })
 	var sends sync.WaitGroup
 	if e.direct != nil {
 		sends.Go(e.direct.Run)

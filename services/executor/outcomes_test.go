@@ -2,7 +2,9 @@ package executor
 
 import (
 	"context"
+	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -30,7 +32,7 @@ func TestOutcomeWritersSideBySideSettleASharedChildOnce(t *testing.T) {
 		}
 		return ctx.Err()
 	})
-	e, _ := g.executor(t, "writers", Config{OutcomeWriters: 4}, handler, nil)
+	e, _ := g.executor(t, "writers", Config{OutcomeWriters: 4, OutcomeOverflow: 1}, handler, nil)
 	require.Equal(t, 4, e.cfg.OutcomeWriters)
 
 	deps := func(when contracts.Condition) []store.Dependency {
@@ -68,4 +70,50 @@ func TestOutcomeWritersSideBySideSettleASharedChildOnce(t *testing.T) {
 	h, err := g.st.History(ctx, 1001)
 	require.NoError(t, err)
 	require.True(t, strings.HasPrefix(h[1].Reason, "released: all 40 parents ended (40 SUCCESS)"), h[1].Reason)
+}
+
+// A second outcome transaction starts beside a running one only once
+// Config.OutcomeOverflow outcomes wait for it: with the first transaction
+// held, nine finished runs wait for it under the default (64), and start
+// a transaction of their own once the overflow is four.
+func TestASecondOutcomeTransactionStartsOnlyForABacklog(t *testing.T) {
+	for _, tc := range []struct {
+		overflow int
+		second   bool
+	}{{0, false}, {4, true}} {
+		t.Run(fmt.Sprintf("overflow %d", tc.overflow), func(t *testing.T) {
+			_, k := testenv.Redis(t)
+			g := newFaultRig(t, "127.0.0.1:6379", k, "test.overflow")
+			hold := make(chan struct{})
+			var calls atomic.Int32
+			g.beforeRecord = func() {
+				if calls.Add(1) == 1 {
+					<-hold
+				}
+			}
+			ran := make(chan int64, 10)
+			e, _ := g.executor(t, "overflow", Config{OutcomeWriters: 2, OutcomeOverflow: tc.overflow}, reporting(ran), nil)
+			require.Equal(t, 2, e.cfg.OutcomeWriters)
+			for id := int64(1); id <= 10; id++ {
+				g.dispatch(t, id)
+			}
+			for range 10 {
+				select {
+				case <-ran:
+				case <-time.After(20 * time.Second):
+					t.Fatal("not every task ran")
+				}
+			}
+			if tc.second {
+				testenv.Eventually(t, 10*time.Second, "a second transaction", func() bool { return calls.Load() >= 2 })
+			} else {
+				time.Sleep(500 * time.Millisecond)
+				require.EqualValues(t, 1, calls.Load(), "nine waiting outcomes start no second transaction")
+			}
+			close(hold)
+			for id := int64(1); id <= 10; id++ {
+				g.awaitStatus(t, id, contracts.StatusSuccess)
+			}
+		})
+	}
 }

@@ -50,7 +50,7 @@ Progress goes to stderr, results to stdout. See docs/benchmarks.md.`,
   ax bench --workload throughput --n 5000 --reps 3 -o json
   ax bench --topology split --cpuprofile prof/
   ax bench --workload throughput --ax-flag=--fetchers=1
-  ax bench --workload retry --reps 8 --vs-ax-flag=--outcome-writers=2
+  ax bench --workload retry --reps 8 --vs-ax-flag=--outcome-writers=1
   ax bench --reps 4 --vs-ax-bin /tmp/ax-before         # this build (A) against an older one (B)
   ax bench --api http://10.0.0.5:8080 --nats-url nats://10.0.0.5:4222 \
     --mysql-dsn 'ax:pw@tcp(10.0.0.6:3306)/ax' --pid ax=4242`,
