@@ -267,6 +267,9 @@ type Executor struct {
 	// executor would take up itself for which it says so, as if the
 	// process died between the commit and taking them up.
 	dropHere func([]dispatch.Task) bool
+	// beforeRead, set only by tests, is told the tasks each fused claim's
+	// plain read reads.
+	beforeRead func(ids []int64)
 	// beforeRecord, set only by tests, runs before each outcome
 	// transaction: a writer held up there is MySQL slow to answer.
 	beforeRecord func()

@@ -36,6 +36,8 @@ type faultRig struct {
 	direct bool
 	// beforeRecord is the executors' beforeRecord hook.
 	beforeRecord func()
+	// beforeRead is the executors' beforeRead hook.
+	beforeRead func([]int64)
 	// dropReleases, with direct, drops the release dispatches it says so
 	// for (dispatch.Queue.DropWith).
 	dropReleases func([]dispatch.Task) bool
@@ -72,6 +74,7 @@ func (g *faultRig) start(t *testing.T, node string, cfg Config, h Handler, hook 
 	require.NoError(t, err)
 	e.afterLease = hook
 	e.beforeRecord = g.beforeRecord
+	e.beforeRead = g.beforeRead
 	if g.window != 0 {
 		e.cfg.ClaimAfter = g.window
 	}

@@ -103,28 +103,43 @@ func (e *Executor) readClaims(ctx context.Context, hs []*head, runs []*run, held
 	if len(held) == 0 {
 		return won, nil
 	}
-	ids := make([]int64, len(held))
-	for k, i := range held {
-		ids[k] = hs[i].task.TaskID
+	// A child taken up where it was released brings what its release
+	// read under its row lock, READY at this attempt and due: only the
+	// others are read.
+	ids := make([]int64, 0, len(held))
+	for _, i := range held {
+		if hs[i].run == nil {
+			ids = append(ids, hs[i].task.TaskID)
+		}
 	}
-	rows, err := e.store.RunRows(ctx, ids)
-	if err != nil {
-		return nil, err
+	var rows map[int64]store.RunRow
+	if len(ids) > 0 {
+		if e.beforeRead != nil {
+			e.beforeRead(ids)
+		}
+		var err error
+		if rows, err = e.store.RunRows(ctx, ids); err != nil {
+			return nil, err
+		}
 	}
 	decided := time.Now()
 	var lost, resize []*run
 	for _, i := range held {
 		d, r := &hs[i].task, runs[i]
-		row, ok := rows[d.TaskID]
-		if !ok || !row.Claimable(d.Attempt, d.NextRunTimeMs) {
-			lost = append(lost, r)
-			continue
+		fields := hs[i].run
+		if fields == nil {
+			row, ok := rows[d.TaskID]
+			if !ok || !row.Claimable(d.Attempt, d.NextRunTimeMs) {
+				lost = append(lost, r)
+				continue
+			}
+			fields = &row.Run
 		}
 		won[i] = true
 		r.fused = &fusedClaim{msg: hs[i].msg, dispatch: *d, done: make(chan struct{})}
 		r.fused.keptNs.Store(hs[i].fetchedAt.UnixNano())
 		r.task.Hops = hopsOf(hs[i], decided)
-		if e.claimed(r, &row.Run) {
+		if e.claimed(r, fields) {
 			resize = append(resize, r)
 		}
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/axsched/ax/services/internal/bus"
 	"github.com/axsched/ax/services/internal/dispatch"
 	"github.com/axsched/ax/services/internal/metrics"
+	"github.com/axsched/ax/services/internal/store"
 )
 
 // Released children run here. The outcome transaction that ends a parent
@@ -65,12 +66,19 @@ func (e *Executor) closeHere() {
 // sendReleased hands on the tasks an outcome transaction committed at
 // committedNs made READY and due at once: those this node would receive
 // itself it takes up here, the others are sent.
-func (e *Executor) sendReleased(ctx context.Context, tasks []dispatch.Task, committedNs int64) {
+func (e *Executor) sendReleased(ctx context.Context, released []store.Released, committedNs int64) {
+	tasks := e.direct.Released(ctx, released)
 	if len(tasks) == 0 {
 		return
 	}
 	if !e.cfg.SendReleased {
-		tasks = e.takeUpHere(ctx, tasks, committedNs)
+		runs := make(map[int64]*store.RunFields, len(released))
+		for _, r := range released {
+			if r.Run != nil {
+				runs[r.Ref.TaskID] = r.Run
+			}
+		}
+		tasks = e.takeUpHere(ctx, tasks, runs, committedNs)
 	}
 	e.direct.Add(tasks, committedNs, "executor")
 }
@@ -78,8 +86,11 @@ func (e *Executor) sendReleased(ctx context.Context, tasks []dispatch.Task, comm
 // takeUpHere puts the tasks the dispatch rule sends to this node's own
 // subjects in the spill of their lane's own source and returns the rest.
 // A type with a cluster-wide limit is claimed one task at a time by one
-// fetcher from its lanes, so its tasks are sent.
-func (e *Executor) takeUpHere(ctx context.Context, tasks []dispatch.Task, committedNs int64) []dispatch.Task {
+// fetcher from its lanes, so its tasks are sent. A task whose release
+// read what its claim needs (runs) is claimed without reading its row
+// again (readClaims); its outcome's transfer checks the fence under the
+// row lock, as every fused claim's does.
+func (e *Executor) takeUpHere(ctx context.Context, tasks []dispatch.Task, runs map[int64]*store.RunFields, committedNs int64) []dispatch.Task {
 	here, rest := e.direct.Here(ctx, e.cfg.Node, tasks)
 	if len(here) == 0 || (e.dropHere != nil && e.dropHere(here)) {
 		return rest
@@ -100,7 +111,13 @@ func (e *Executor) takeUpHere(ctx context.Context, tasks []dispatch.Task, commit
 		t.By = "executor"
 		d := t.Dispatch
 		d.CommittedNs, d.SentNs = committedNs, committedNs
-		in.spills[i].put([]*head{{msg: &localMsg{e: e, task: t, subject: in.srcs[i].subject}, task: d, fetchedAt: now, lastKeep: now}})
+		run := runs[d.TaskID]
+		if run != nil {
+			// Its own timeout sizes its lease at once.
+			d.Load, d.TimeoutMs = false, run.TimeoutMs
+		}
+		in.spills[i].put([]*head{{msg: &localMsg{e: e, task: t, subject: in.srcs[i].subject}, task: d, run: run,
+			fetchedAt: now, lastKeep: now}})
 		in.rungAt[i].Store(now.UnixNano())
 		in.ring()
 		metrics.ExecutorReleasedHere.WithLabelValues(d.Type).Inc()

@@ -2,7 +2,10 @@ package executor
 
 import (
 	"context"
+	"errors"
 	"sort"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -145,4 +148,59 @@ func (g *faultRig) fanOut(t *testing.T, root int64, children ...int64) {
 	}
 	_, err := g.st.CreateTasks(context.Background(), nts)
 	require.NoError(t, err)
+}
+
+// A child taken up where it was released is claimed on what its release
+// read under its row lock: its fused claim reads no row, and it runs with
+// its own payload, timeout and retries all the same (a first failure,
+// with five retries, is retried).
+func TestAChildTakenUpHereIsClaimedOnWhatItsReleaseRead(t *testing.T) {
+	_, _, g := windowRig(t, "test.hereread")
+	g.direct = true
+	var mu sync.Mutex
+	var read []int64
+	g.beforeRead = func(ids []int64) {
+		mu.Lock()
+		read = append(read, ids...)
+		mu.Unlock()
+	}
+	type seen struct {
+		payload string
+		timeout time.Duration
+	}
+	runs := make(chan seen, 2)
+	e, _ := g.executor(t, "here-read", Config{}, HandlerFunc(func(ctx context.Context, task *Task) error {
+		deadline, _ := ctx.Deadline()
+		runs <- seen{string(task.Payload), time.Until(deadline)}
+		if task.ID == 2 {
+			return errors.New("the child fails once")
+		}
+		return nil
+	}), nil)
+	awaitOwner(t, e, g.typ, 2)
+	now := time.Now().UnixMilli()
+	_, err := g.st.CreateTasks(context.Background(), []store.NewTask{
+		{ID: 1, Type: g.typ, Priority: contracts.PriorityNormal, Status: contracts.StatusReady, Route: events.RouteDispatched,
+			NextRunTimeMs: now, MaxRetries: 3, TimeoutMs: g.typTO.Milliseconds(), Reason: "test", DAG: true},
+		{ID: 2, Type: g.typ, Priority: contracts.PriorityNormal, Status: contracts.StatusSuspend, Payload: []byte(`{"n":2}`),
+			NextRunTimeMs: now, MaxRetries: 5, TimeoutMs: 7000, Reason: "test", DAG: true,
+			Parents: []store.Dependency{{ParentID: 1, When: contracts.WhenSuccess}}},
+	})
+	require.NoError(t, err)
+	g.send(t, 1, events.ExecSubject(g.typ, contracts.PriorityNormal, events.SharedToken))
+	<-runs
+	var child seen
+	select {
+	case child = <-runs:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the child did not run")
+	}
+	require.JSONEq(t, `{"n":2}`, child.payload)
+	require.InDelta(t, 7*time.Second, child.timeout, float64(time.Second), "the child's own timeout")
+	testenv.Eventually(t, 10*time.Second, "the child retried", func() bool {
+		return strings.HasSuffix(g.history(t, 2), ">FAILED>RETRYING")
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	require.Equal(t, []int64{1}, read, "only the parent's claim read its row")
 }

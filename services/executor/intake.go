@@ -15,6 +15,7 @@ import (
 	"github.com/axsched/ax/events"
 	"github.com/axsched/ax/services/internal/bus"
 	"github.com/axsched/ax/services/internal/metrics"
+	"github.com/axsched/ax/services/internal/store"
 )
 
 const (
@@ -71,6 +72,9 @@ type head struct {
 	task      events.TaskDispatched
 	fetchedAt time.Time
 	lastKeep  time.Time
+	// run, for a child taken up where it was released, is what its
+	// release read under the row lock: its claim reads no row (here.go).
+	run *store.RunFields
 }
 
 func (e *Executor) newIntake(ctx context.Context, p *pool) (*intake, error) {

@@ -123,7 +123,7 @@ func (e *Executor) writeBatch(batch []outcome) {
 	ctx, cancel := context.WithTimeout(context.Background(), outcomeTimeout)
 	defer cancel()
 	if e.direct != nil {
-		e.sendReleased(ctx, e.direct.Released(ctx, released), time.Now().UnixNano())
+		e.sendReleased(ctx, released, time.Now().UnixNano())
 	}
 	if err != nil {
 		// One chain's extra write may have sunk the batch: record each on

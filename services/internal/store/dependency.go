@@ -214,7 +214,10 @@ func (s *Store) settleChildrenOf(ctx context.Context, tx *sql.Tx, parents []int6
 	for _, f := range found {
 		children = append(children, f.child)
 	}
-	rows, err := lockRows(ctx, tx, children, false)
+	// A writer that collects its releases (TransferBatchDispatching) may
+	// take them up itself: the children's locking read also reads what
+	// their claims would, so that those need no read of their own.
+	rows, err := lockRows(ctx, tx, children, releasesOf(ctx) != nil)
 	if err != nil {
 		return err
 	}
@@ -392,7 +395,7 @@ func (s *Store) releaseLocked(ctx context.Context, tx *sql.Tx, chains [][]Transf
 	for _, i := range direct {
 		t := out[i].Results[0]
 		rel.add(t.TaskID, rowState{traceParent: t.TraceParent, taskType: t.Type, attempt: t.Attempt,
-			priority: t.Priority, next: t.NextRunTimeMs})
+			priority: t.Priority, next: t.NextRunTimeMs}, rows[t.TaskID].run)
 	}
 	return nil
 }

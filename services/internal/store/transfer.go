@@ -176,6 +176,10 @@ func (s *Store) TransferBatchDispatching(ctx context.Context, chains [][]Transfe
 type Released struct {
 	Ref         events.TaskRef
 	TraceParent string
+	// Run is what a claim of the task reads, as the release's own locking
+	// read found it (a child released by its parent's end), or nil: an
+	// executor taking the task up itself needs no read of its own.
+	Run *RunFields
 }
 
 // releases collects, for TransferBatchDispatching, the tasks its
@@ -187,9 +191,10 @@ type releases struct {
 	tasks []Released
 }
 
-// add lists task id, left READY as after says, for its writer to send.
-func (r *releases) add(id int64, after rowState) {
-	r.tasks = append(r.tasks, Released{TraceParent: after.traceParent, Ref: events.TaskRef{TaskID: id,
+// add lists task id, left READY as after says, for its writer to send,
+// with what a claim of it reads when the transaction read that (run).
+func (r *releases) add(id int64, after rowState, run *RunFields) {
+	r.tasks = append(r.tasks, Released{TraceParent: after.traceParent, Run: run, Ref: events.TaskRef{TaskID: id,
 		Type: after.taskType, To: contracts.StatusReady, Attempt: after.attempt, Priority: after.priority,
 		NextRunTimeMs: after.next, Route: events.RouteDispatch}})
 }
@@ -489,7 +494,7 @@ func chainResults(ctx context.Context, tx *sql.Tx, chains [][]TransferParams, pl
 			k++
 			for ; k < len(plan) && plan[k].added; k++ {
 				if rel != nil {
-					rel.add(plan[k].p.TaskID, plan[k].after)
+					rel.add(plan[k].p.TaskID, plan[k].after, nil)
 				}
 			}
 		}
