@@ -108,7 +108,6 @@ func (e *Executor) takeUpHere(ctx context.Context, tasks []dispatch.Task, runs m
 			rest = append(rest, t)
 			continue
 		}
-		t.By = "executor"
 		d := t.Dispatch
 		d.CommittedNs, d.SentNs = committedNs, committedNs
 		run := runs[d.TaskID]
