@@ -123,6 +123,11 @@ func (e *Executor) writeBatch(batch []outcome) {
 	ctx, cancel := context.WithTimeout(context.Background(), outcomeTimeout)
 	defer cancel()
 	if e.direct != nil {
+		// A retry released here is the same task as one of the runs: its
+		// claim takes the lease this attempt still holds, so that lease
+		// goes first. The others are released after the sends, which
+		// children's release latency does not wait for.
+		runs = e.releaseRetried(runs, released)
 		e.sendReleased(ctx, released, time.Now().UnixNano())
 	}
 	if err != nil {
@@ -173,6 +178,33 @@ func (e *Executor) transferOutcomes(chains [][]store.TransferParams) ([]store.Ch
 		}
 		wait = min(2*wait, 2*time.Second)
 	}
+}
+
+// releaseRetried releases the leases of the runs whose task the same
+// transaction made READY again (a retry whose backoff was over) and
+// returns the other runs.
+func (e *Executor) releaseRetried(runs []*run, released []store.Released) []*run {
+	if len(released) == 0 || len(runs) == 0 {
+		return runs
+	}
+	ids := make(map[int64]struct{}, len(released))
+	for _, r := range released {
+		ids[r.Ref.TaskID] = struct{}{}
+	}
+	var retried []*run
+	rest := runs[:0:0]
+	for _, r := range runs {
+		if _, ok := ids[r.task.ID]; ok {
+			retried = append(retried, r)
+		} else {
+			rest = append(rest, r)
+		}
+	}
+	if len(retried) == 0 {
+		return runs
+	}
+	e.releaseLocks(retried)
+	return rest
 }
 
 // releaseLocks deletes the leases of runs that still hold this attempt's
