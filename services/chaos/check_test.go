@@ -94,9 +94,33 @@ func check(ctx context.Context, t *testing.T, db *sql.DB, tasks []acked, calls m
 	rows.Close()
 
 	for _, a := range tasks {
+		a.due = dueOf(a, history[a.id], calls)
 		judge(&v, a, status[a.id], history[a.id], calls[a.id])
 	}
 	return v
+}
+
+// dueOf is when a task may first start. A submission's answer says it; a
+// workflow's first step was answered without one, and its creation's
+// history row says it; a second step is due when its parent's successful
+// call answered (the earliest such answer, should a recovery have called
+// it twice), or never, for the checker, when no such answer is on the
+// record: then its parent is judged lost and it is judged on its own
+// history only.
+func dueOf(a acked, hist []row, calls map[string][]call) time.Time {
+	switch {
+	case a.after != "":
+		var due time.Time
+		for _, c := range calls[a.after] {
+			if c.ok && !c.end.IsZero() && (due.IsZero() || c.end.Before(due)) {
+				due = c.end
+			}
+		}
+		return due
+	case a.due.IsZero() && len(hist) > 0:
+		return time.UnixMilli(hist[0].next)
+	}
+	return a.due
 }
 
 func judge(v *verdict, a acked, status string, hist []row, calls []call) {
@@ -177,6 +201,9 @@ func judge(v *verdict, a acked, status string, hist []row, calls []call) {
 		v.lost++
 		v.note("task %s: SUCCESS in MySQL but no successful call on record", a.id)
 		return
+	}
+	if a.due.IsZero() {
+		return // no due time on record (dueOf): no delay to count from
 	}
 	// The delay counts from the end of the last planned failure's backoff:
 	// the backoffs the load asked for are no recovery, every wait a fault

@@ -2,12 +2,14 @@
 // `make test`: it takes about twenty minutes). Each scenario starts private
 // servers on free ports — a MariaDB with its own data directory, a Redis, a
 // nats-server — and the five services as separate `ax` processes (two
-// executors), drives a steady mixed load of webhook tasks whose every call
-// the suite records, injects one fault, and then checks every acknowledged
-// task against MySQL's history and the record of calls:
+// executors), drives a steady mixed load of webhook tasks (one submission
+// in five a workflow of two, the second depending on the first) whose
+// every call the suite records, injects one fault, and then checks every
+// acknowledged task against MySQL's history and the record of calls:
 //
 //   - lost: an acknowledged task missing, or not SUCCESS when the run ends;
-//   - early: a handler call that began before the task's due time;
+//   - early: a handler call that began before the task's due time (for a
+//     workflow's second step, its parent's first successful answer);
 //   - unexplained duplicates: a call for an attempt no READY→RUNNING
 //     transfer in the history granted, or a second call of one attempt
 //     that the history does not record (a refused fused claim, or a claim
