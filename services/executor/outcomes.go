@@ -182,7 +182,7 @@ func (e *Executor) transferOutcomes(chains [][]store.TransferParams) ([]store.Ch
 
 // releaseRetried releases the leases of the runs whose task the same
 // transaction made READY again (a retry whose backoff was over) and
-// returns the other runs.
+// returns the other runs, filtered in place (runs is the writer's own).
 func (e *Executor) releaseRetried(runs []*run, released []store.Released) []*run {
 	if len(released) == 0 || len(runs) == 0 {
 		return runs
@@ -192,7 +192,7 @@ func (e *Executor) releaseRetried(runs []*run, released []store.Released) []*run
 		ids[r.Ref.TaskID] = struct{}{}
 	}
 	var retried []*run
-	rest := runs[:0:0]
+	rest := runs[:0]
 	for _, r := range runs {
 		if _, ok := ids[r.task.ID]; ok {
 			retried = append(retried, r)
@@ -200,10 +200,7 @@ func (e *Executor) releaseRetried(runs []*run, released []store.Released) []*run
 			rest = append(rest, r)
 		}
 	}
-	if len(retried) == 0 {
-		return runs
-	}
-	e.releaseLocks(retried)
+	e.releaseLocks(retried) // nothing to do when none was retried
 	return rest
 }
 
