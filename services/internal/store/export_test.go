@@ -7,6 +7,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 
 	"github.com/axsched/ax/contracts"
+	"github.com/axsched/ax/events"
 )
 
 // ChangeStatusForTest locks task id and writes its status change from ->
@@ -88,3 +89,21 @@ var (
 	ClassDown = classDown
 	InIDs     = inIDs
 )
+
+// ReadPastForTest is a history pass's read (readPast) from cursor by a
+// relay that held the rows held from the pass before (their reasons say
+// "held"), returning the IDs read and the reasons they came with.
+func ReadPastForTest(ctx context.Context, db *sql.DB, cursor int64, limit int, held []int64) (ids []int64, reasons []string, full bool, err error) {
+	g := NewHistoryGaps(0, 0)
+	g.step = 1
+	for _, id := range held {
+		g.ahead = append(g.ahead, historyEvent{id: id, event: events.TaskTransferred{Reason: "held"}})
+	}
+	g.aheadOf = cursor
+	rows, full, err := g.readPast(ctx, db, cursor, limit)
+	for _, r := range rows {
+		ids = append(ids, r.id)
+		reasons = append(reasons, r.event.Reason)
+	}
+	return ids, reasons, full, err
+}
