@@ -12,7 +12,8 @@ import (
 )
 
 // DispatchWith makes the submitter dispatch the tasks due at once that
-// its single submissions create, with send's rule, on conn, right after
+// its single submissions and its workflows (their steps without parents
+// or delay) create, with send's rule, on conn, right after
 // their commit (direct dispatch, as the relay and the timer do, under the
 // same rule: package dispatch). Without it (or before Run and after it),
 // the relay dispatches them from their READY events. Call it before Run.
@@ -57,6 +58,42 @@ func (s *Submitter) dispatchCommitted(ctx context.Context, mine []bool, res []st
 		released = append(released, store.Released{TraceParent: t.TraceParent, Ref: events.TaskRef{TaskID: t.ID,
 			Type: t.Type, To: contracts.StatusReady, Attempt: t.Attempt, Priority: t.Priority,
 			NextRunTimeMs: t.NextRunTimeMs, Route: events.RouteDispatch}})
+	}
+	s.direct.AddReleased(ctx, released, committed.UnixNano(), "submitter")
+}
+
+// routeWorkflowDirect marks the steps due at once of a workflow (those
+// without parents or delay) as dispatched by the submitter, as
+// routeDirect does a group's tasks, and reports whether it dispatches.
+func (s *Submitter) routeWorkflowDirect(nw *store.NewWorkflow) bool {
+	if s.direct == nil {
+		return false
+	}
+	for i := range nw.Steps {
+		if t := &nw.Steps[i].Task; t.Route == events.RouteDispatch {
+			t.Route = events.RouteDispatched
+		}
+	}
+	return true
+}
+
+// dispatchWorkflows queues the dispatches of the steps routeWorkflowDirect
+// marked in the workflows of a committed group that were created (a
+// deduplicated one wrote nothing: its steps were dispatched when it was
+// created). res follows nws.
+func (s *Submitter) dispatchWorkflows(ctx context.Context, nws []*store.NewWorkflow, res []store.WorkflowResult, committed time.Time) {
+	var released []store.Released
+	for i, nw := range nws {
+		if res[i].Deduplicated {
+			continue
+		}
+		for _, st := range nw.Steps {
+			if t := st.Task; t.Route == events.RouteDispatched {
+				released = append(released, store.Released{TraceParent: t.TraceParent, Ref: events.TaskRef{TaskID: t.ID,
+					Type: t.Type, To: contracts.StatusReady, Priority: t.Priority, NextRunTimeMs: t.NextRunTimeMs,
+					Route: events.RouteDispatch}})
+			}
+		}
 	}
 	s.direct.AddReleased(ctx, released, committed.UnixNano(), "submitter")
 }

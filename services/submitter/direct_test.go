@@ -101,6 +101,16 @@ func (f *directFixture) submit(t *testing.T, payload string) int64 {
 	return id
 }
 
+// admin connects to the fixture's database as the administrator, until
+// the test ends.
+func (f *directFixture) admin(t *testing.T) *sql.DB {
+	t.Helper()
+	adm, err := sql.Open("mysql", testenv.AdminDSN(t, f.dsn))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = adm.Close() })
+	return adm
+}
+
 // openHole writes a history row in a transaction it leaves open: a hole
 // in the history IDs that holds the relay's cursor until it is rolled
 // back (the returned func) and the gap grace has passed.
@@ -144,9 +154,7 @@ func dispatches(t *testing.T, conn *bus.Conn) map[int64]int {
 func TestDirectDispatchIsNotHeldByAnOpenTransaction(t *testing.T) {
 	f := newDirectFixture(t, outbox.Config{GapGrace: time.Hour})
 	f.start(t)
-	adm, err := sql.Open("mysql", testenv.AdminDSN(t, f.dsn))
-	require.NoError(t, err)
-	defer adm.Close()
+	adm := f.admin(t)
 	rollback := openHole(t, adm)
 	// On a failure too: an open transaction would hold the database's
 	// drop at cleanup for ever.
@@ -193,11 +201,9 @@ func TestDirectDispatchIsNotHeldByAnOpenTransaction(t *testing.T) {
 //   - every submission answered 201 was committed.
 func TestDirectDispatchRacingRollbacksAndKillsLosesNoTaskAndDispatchesNoneTwice(t *testing.T) {
 	f := newDirectFixture(t, outbox.Config{})
-	adm, err := sql.Open("mysql", testenv.AdminDSN(t, f.dsn))
-	require.NoError(t, err)
-	defer adm.Close()
+	adm := f.admin(t)
 	// A submission group with a "doomed" task fails as a whole.
-	_, err = adm.Exec(`CREATE TRIGGER doom BEFORE INSERT ON tasks FOR EACH ROW
+	_, err := adm.Exec(`CREATE TRIGGER doom BEFORE INSERT ON tasks FOR EACH ROW
 		IF NEW.payload LIKE '%doomed%' THEN SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'doomed group'; END IF`)
 	require.NoError(t, err)
 	var (
@@ -316,9 +322,7 @@ func TestDirectDispatchCarriesTheTaskTraceContext(t *testing.T) {
 	const field = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
 	f := newDirectFixture(t, outbox.Config{GapGrace: time.Hour})
 	f.start(t)
-	adm, err := sql.Open("mysql", testenv.AdminDSN(t, f.dsn))
-	require.NoError(t, err)
-	defer adm.Close()
+	adm := f.admin(t)
 	defer openHole(t, adm)()
 	rec := httptest.NewRecorder()
 	f.mux.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/v1/tasks",
@@ -336,4 +340,70 @@ func TestDirectDispatchCarriesTheTaskTraceContext(t *testing.T) {
 		require.NoError(t, m.Ack())
 	}
 	require.Equal(t, []string{field}, headers, "one dispatch, carrying the caller's trace context")
+}
+
+// postWorkflow posts a workflow and returns its answer and status.
+func (f *directFixture) postWorkflow(t *testing.T, body string) (contracts.Workflow, int) {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	f.mux.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/v1/workflows", strings.NewReader(body)))
+	var wf contracts.Workflow
+	if rec.Code == http.StatusCreated || rec.Code == http.StatusOK {
+		require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &wf), rec.Body.String())
+	}
+	return wf, rec.Code
+}
+
+// TestDirectDispatchOfAWorkflowsSteps: the steps of a workflow due at
+// once (no parent, no delay) are dispatched by the submitter right after
+// the commit, as single submissions are, while an unrelated transaction
+// holds the relay back (its gap grace is an hour); a step that waits for
+// a parent or for its delay is not. Creating it again (same name and
+// biz_key) dispatches nothing more. Once the transaction commits the
+// relay publishes every step's event and dispatches none of them again.
+func TestDirectDispatchOfAWorkflowsSteps(t *testing.T) {
+	f := newDirectFixture(t, outbox.Config{GapGrace: time.Hour})
+	f.start(t)
+	adm := f.admin(t)
+	tx, err := adm.BeginTx(context.Background(), nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = tx.Rollback() })
+	_, err = tx.Exec(`INSERT INTO task_history (task_id, from_status, to_status, attempt, reason, actor, event_id, task_type)
+		VALUES (1, 'RUNNING', 'SUCCESS', 1, 'an unrelated transaction', 'test', ?, 'ax.noop')`, ulid.Make().String())
+	require.NoError(t, err)
+
+	const body = `{"name":"direct","biz_key":"order-7","steps":[
+		{"key":"a","type":"ax.noop"},
+		{"key":"b","type":"ax.noop"},
+		{"key":"later","type":"ax.noop","delay":"30m"},
+		{"key":"child","type":"ax.noop","depends_on":["a"]}]}`
+	wf, code := f.postWorkflow(t, body)
+	require.Equal(t, http.StatusCreated, code)
+	ids := map[string]int64{}
+	for _, st := range wf.Steps {
+		id, err := strconv.ParseInt(st.TaskID, 10, 64)
+		require.NoError(t, err)
+		ids[st.Key] = id
+	}
+	require.Len(t, ids, 4)
+	testenv.Eventually(t, 10*time.Second, "the steps due at once marked dispatched", func() bool {
+		return f.marked(ids["a"]) && f.marked(ids["b"])
+	})
+	again, code := f.postWorkflow(t, body)
+	require.Equal(t, http.StatusOK, code, "the same name and biz_key: the workflow that exists")
+	require.Equal(t, wf.ID, again.ID)
+	unpublished, err := store.CountUnpublished(context.Background(), f.st.DB())
+	require.NoError(t, err)
+	require.Positive(t, unpublished, "the hole still holds the steps' events back")
+
+	require.NoError(t, tx.Commit())
+	testenv.Eventually(t, 30*time.Second, "relay caught up", func() bool {
+		n, err := store.CountUnpublished(context.Background(), f.st.DB())
+		return err == nil && n == 0
+	})
+	got := dispatches(t, f.conn)
+	require.Equal(t, map[int64]int{ids["a"]: 1, ids["b"]: 1}, got,
+		"each step due at once dispatched once; the delayed step and the child not at all")
+	require.False(t, f.marked(ids["later"]))
+	require.False(t, f.marked(ids["child"]))
 }

@@ -44,7 +44,8 @@ func (s *Submitter) createWorkflow(ctx context.Context, nw *store.NewWorkflow, d
 }
 
 // createWorkflowOne creates the workflow in its own transaction, with
-// fresh IDs on a collision or a deadlock.
+// fresh IDs on a collision or a deadlock. Its steps due at once are the
+// relay's to dispatch, unless commitWorkflows marked them its own.
 func (s *Submitter) createWorkflowOne(ctx context.Context, nw *store.NewWorkflow, deps [][]string) (store.WorkflowResult, error) {
 	out, err := commitRetrying(func() ([]store.WorkflowResult, error) {
 		s.assignWorkflowIDs(nw, deps)
@@ -62,6 +63,12 @@ func (s *Submitter) createWorkflowOne(ctx context.Context, nw *store.NewWorkflow
 func (s *Submitter) commitWorkflows(batch []*workflowReq) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
+	mine := make([]*store.NewWorkflow, len(batch))
+	direct := false
+	for i, r := range batch {
+		mine[i] = r.nw
+		direct = s.routeWorkflowDirect(r.nw)
+	}
 	res, err := commitRetrying(func() ([]store.WorkflowResult, error) {
 		nws := make([]store.NewWorkflow, len(batch))
 		for i, r := range batch {
@@ -70,12 +77,20 @@ func (s *Submitter) commitWorkflows(batch []*workflowReq) {
 		}
 		return s.store.CreateWorkflows(ctx, nws)
 	})
+	if err == nil && direct {
+		// Queued before the callers hear back, as a group of single
+		// submissions' dispatches are (commitGroup).
+		s.dispatchWorkflows(ctx, mine, res, time.Now())
+	}
 	var taken *store.StepTakenError
 	fallback := errors.As(err, &taken) && len(batch) > 1
 	for i, r := range batch {
 		switch {
 		case fallback:
 			r.res, r.err = s.createWorkflowOne(ctx, r.nw, r.deps)
+			if r.err == nil && direct {
+				s.dispatchWorkflows(ctx, mine[i:i+1], []store.WorkflowResult{r.res}, time.Now())
+			}
 		case err != nil:
 			r.err = err
 		default:
