@@ -206,6 +206,11 @@ func (g *HistoryGaps) readPast(ctx context.Context, q querier, cursor int64, lim
 		g.buf = rows[:0]
 		return rows, len(rows) >= limit, nil
 	}
+	// Padded to a power of two with repeats of the last hole, so that the
+	// statement comes in six texts, each kept prepared (preparingConnector).
+	for n := len(holes); n&(n-1) != 0; n++ {
+		holes = append(holes, holes[len(holes)-1])
+	}
 	var where strings.Builder
 	args := make([]any, 0, 2*len(holes)+2)
 	for _, h := range holes {
