@@ -55,9 +55,7 @@ func (s *Submitter) dispatchCommitted(ctx context.Context, mine []bool, res []st
 			continue
 		}
 		t := r.Task
-		released = append(released, store.Released{TraceParent: t.TraceParent, Ref: events.TaskRef{TaskID: t.ID,
-			Type: t.Type, To: contracts.StatusReady, Attempt: t.Attempt, Priority: t.Priority,
-			NextRunTimeMs: t.NextRunTimeMs, Route: events.RouteDispatch}})
+		released = append(released, dueNow(t.ID, t.Type, t.Attempt, t.Priority, t.NextRunTimeMs, t.TraceParent))
 	}
 	s.direct.AddReleased(ctx, released, committed.UnixNano(), "submitter")
 }
@@ -89,11 +87,16 @@ func (s *Submitter) dispatchWorkflows(ctx context.Context, nws []*store.NewWorkf
 		}
 		for _, st := range nw.Steps {
 			if t := st.Task; t.Route == events.RouteDispatched {
-				released = append(released, store.Released{TraceParent: t.TraceParent, Ref: events.TaskRef{TaskID: t.ID,
-					Type: t.Type, To: contracts.StatusReady, Priority: t.Priority, NextRunTimeMs: t.NextRunTimeMs,
-					Route: events.RouteDispatch}})
+				released = append(released, dueNow(t.ID, t.Type, 0, t.Priority, t.NextRunTimeMs, t.TraceParent))
 			}
 		}
 	}
 	s.direct.AddReleased(ctx, released, committed.UnixNano(), "submitter")
+}
+
+// dueNow is a task the submitter created READY and due at once, for its
+// dispatch.
+func dueNow(id int64, typ string, attempt int, prio contracts.Priority, nextMs int64, traceParent string) store.Released {
+	return store.Released{TraceParent: traceParent, Ref: events.TaskRef{TaskID: id, Type: typ, To: contracts.StatusReady,
+		Attempt: attempt, Priority: prio, NextRunTimeMs: nextMs, Route: events.RouteDispatch}}
 }

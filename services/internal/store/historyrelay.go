@@ -197,8 +197,12 @@ func (s *Store) RelayHistory(ctx context.Context, cursor int64, limit int, gaps 
 func (g *HistoryGaps) readPast(ctx context.Context, q querier, cursor int64, limit int) (rows []historyEvent, full bool, err error) {
 	ahead := g.ahead
 	g.ahead = g.ahead[:0] // kept again only by a pass that publishes (commit)
-	holes := aheadHoles(cursor, ahead, max(g.step, 1))
-	if len(ahead) == 0 || g.aheadOf != cursor || g.Settle > 0 || len(holes) > maxAheadHoles {
+	held := len(ahead) > 0 && g.aheadOf == cursor && g.Settle <= 0
+	var holes []idRange
+	if held {
+		holes = aheadHoles(cursor, ahead, max(g.step, 1))
+	}
+	if !held || len(holes) > maxAheadHoles {
 		rows, err = readHistory(ctx, q, g.buf[:0], `WHERE id > ? ORDER BY id LIMIT ?`, cursor, limit)
 		if err != nil {
 			return nil, false, err
@@ -211,15 +215,9 @@ func (g *HistoryGaps) readPast(ctx context.Context, q querier, cursor int64, lim
 	for n := len(holes); n&(n-1) != 0; n++ {
 		holes = append(holes, holes[len(holes)-1])
 	}
-	var where strings.Builder
-	args := make([]any, 0, 2*len(holes)+2)
-	for _, h := range holes {
-		where.WriteString("id BETWEEN ? AND ? OR ")
-		args = append(args, h.from, h.to)
-	}
-	where.WriteString("id > ?")
+	where, args := inRanges(holes)
 	args = append(args, ahead[len(ahead)-1].id, limit)
-	read, err := readHistory(ctx, q, g.buf[:0], "WHERE "+where.String()+" ORDER BY id LIMIT ?", args...)
+	read, err := readHistory(ctx, q, g.buf[:0], "WHERE "+where+"id > ? ORDER BY id LIMIT ?", args...)
 	if err != nil {
 		return nil, false, err
 	}
@@ -535,16 +533,20 @@ type querier interface {
 
 // readRanges reads the history rows in ranges.
 func readRanges(ctx context.Context, q querier, ranges []idRange) ([]historyEvent, error) {
+	where, args := inRanges(ranges)
+	return readHistory(ctx, q, nil, "WHERE "+strings.TrimSuffix(where, " OR ")+" ORDER BY id", args...)
+}
+
+// inRanges is the condition that an ID lies in one of ranges, each
+// followed by " OR ", with its arguments.
+func inRanges(ranges []idRange) (string, []any) {
 	var where strings.Builder
-	args := make([]any, 0, 2*len(ranges))
-	for i, r := range ranges {
-		if i > 0 {
-			where.WriteString(" OR ")
-		}
-		where.WriteString("id BETWEEN ? AND ?")
+	args := make([]any, 0, 2*len(ranges)+2)
+	for _, r := range ranges {
+		where.WriteString("id BETWEEN ? AND ? OR ")
 		args = append(args, r.from, r.to)
 	}
-	return readHistory(ctx, q, nil, "WHERE "+where.String()+" ORDER BY id", args...)
+	return where.String(), args
 }
 
 // readHistory appends the history rows the query tail selects to out.
