@@ -189,7 +189,7 @@ func (s *Store) afterFinal(ctx context.Context, tx *sql.Tx, finals map[int64]con
 			look = append(look, id)
 		}
 	}
-	if err := s.settleChildrenOf(ctx, tx, look, finals); err != nil {
+	if err := s.settleChildrenOf(ctx, tx, look, finals, rows); err != nil {
 		return err
 	}
 	return s.workflowsAfterFinal(ctx, tx, ids, finals, rows)
@@ -199,16 +199,34 @@ func (s *Store) afterFinal(ctx context.Context, tx *sql.Tx, finals map[int64]con
 // with finals: it locks the children, writes the parents' states onto
 // their edges, and releases or cancels the children that can be. A child
 // whose one parent is among these (dag_parents 1) is decided from the edge
-// found here, without reading its edges again.
-func (s *Store) settleChildrenOf(ctx context.Context, tx *sql.Tx, parents []int64, finals map[int64]contracts.Status) error {
+// found here, without reading its edges again. The edges of parents whose
+// locking read found them too (rowState.childrenRead, in locked) are not
+// read again.
+func (s *Store) settleChildrenOf(ctx context.Context, tx *sql.Tx, parents []int64, finals map[int64]contracts.Status, locked map[int64]rowState) error {
 	if len(parents) == 0 {
 		return nil
 	}
-	// A locking read, so that the transaction's snapshot is not taken
-	// before the children are locked (see the package comment on locks).
-	found, err := parentEdges(ctx, tx, parents)
-	if err != nil || len(found) == 0 {
-		return err
+	var found []foundEdge
+	unread := parents[:0:0]
+	for _, id := range parents {
+		if st := locked[id]; st.childrenRead {
+			found = append(found, st.children...)
+		} else {
+			unread = append(unread, id)
+		}
+	}
+	if len(unread) > 0 {
+		// A locking read, so that the transaction's snapshot is not taken
+		// before the children are locked (see the package comment on
+		// locks).
+		read, err := parentEdges(ctx, tx, unread)
+		if err != nil {
+			return err
+		}
+		found = append(found, read...)
+	}
+	if len(found) == 0 {
+		return nil
 	}
 	children := make([]int64, 0, len(found))
 	for _, f := range found {

@@ -346,7 +346,12 @@ type rowState struct {
 	workflow  int64
 	role      int
 	roleKnown bool
-	run       *RunFields // only when the batch claims
+	// childrenRead marks a row whose edges to its children the locking
+	// read found too (lockRowsFor), children: its end settles them from
+	// these instead of reading them again.
+	childrenRead bool
+	children     []foundEdge
+	run          *RunFields // only when the batch claims
 	// traceParent is the task's trace context, which its history rows and
 	// transfer spans carry.
 	traceParent string
@@ -368,11 +373,25 @@ func (s *Store) transferBatchTx(ctx context.Context, tx *sql.Tx, chains [][]Tran
 			claims = claims || (p.Claim && !p.SkipRun)
 		}
 	}
-	rows, err := lockRows(ctx, tx, ids, claims)
+	rows, err := lockRowsFor(ctx, tx, ids, claims, endsAny(chains))
 	if err != nil {
 		return err
 	}
 	return s.transferLockedTx(ctx, tx, chains, rows, out)
+}
+
+// endsAny says whether a step of chains leaves its task final: then the
+// batch's locking read also finds the children of the DAG tasks it locks
+// (lockRowsFor), which their ends settle.
+func endsAny(chains [][]TransferParams) bool {
+	for _, steps := range chains {
+		for _, p := range steps {
+			if isFinal(p.To) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // transferLockedTx is transferBatchTx on rows the caller locked already
@@ -554,18 +573,35 @@ func (s *Store) settleDAG(ctx context.Context, tx *sql.Tx, plan []plannedStep, r
 // keeps concurrent batches from deadlocking on each other. withRun also
 // reads what a claimed attempt runs with (RunFields).
 func lockRows(ctx context.Context, tx *sql.Tx, ids []int64, withRun bool) (map[int64]rowState, error) {
+	return lockRowsFor(ctx, tx, ids, withRun, false)
+}
+
+// lockRowsFor is lockRows for a batch that may end tasks (ending): the
+// same statement then also reads, and locks, the edges of every DAG task
+// that may have children (dag_children not 0) to its children, which its
+// end settles (settleChildrenOf): one round trip fewer in the transaction
+// that ends a parent, which its children's release waits for. An edge is
+// inserted only under its parent's row lock, which this read takes first,
+// so what it finds stays whole until the commit.
+func lockRowsFor(ctx context.Context, tx *sql.Tx, ids []int64, withRun, ending bool) (map[int64]rowState, error) {
 	uniq := slices.Clone(ids)
 	slices.Sort(uniq)
 	uniq = slices.Compact(uniq)
 	rows := make(map[int64]rowState, len(uniq))
-	cols := "id, task_type, priority, attempt, retry_count, next_run_time, status, dag, trace_parent, dag_children, dag_parents, workflow_id, workflow_role"
+	cols := "t.id, t.task_type, t.priority, t.attempt, t.retry_count, t.next_run_time, t.status, t.dag, t.trace_parent, t.dag_children, t.dag_parents, t.workflow_id, t.workflow_role"
 	if withRun {
-		cols += ", payload, timeout_ms, max_retry_count"
+		cols += ", t.payload, t.timeout_ms, t.max_retry_count"
+	}
+	from := "tasks t FORCE INDEX (PRIMARY)"
+	if ending {
+		cols += ", d.child_id, d.cond"
+		from += ` LEFT JOIN task_dependencies d FORCE INDEX (PRIMARY)
+			ON d.parent_id = t.id AND t.dag = 1 AND (t.dag_children IS NULL OR t.dag_children <> 0)`
 	}
 	for chunk := range slices.Chunk(uniq, batchChunkRows) {
 		in, args := inIDs(chunk)
 		r, err := tx.QueryContext(ctx, `SELECT `+cols+`
-			FROM tasks FORCE INDEX (PRIMARY) WHERE id IN (`+in+`) ORDER BY id FOR UPDATE`, args...)
+			FROM `+from+` WHERE t.id IN (`+in+`) ORDER BY t.id FOR UPDATE`, args...)
 		if err != nil {
 			return nil, fmt.Errorf("lock tasks for transfer: %w", err)
 		}
@@ -580,15 +616,29 @@ func lockRows(ctx context.Context, tx *sql.Tx, ids []int64, withRun bool) (map[i
 				heads  sql.NullInt16
 				wf     sql.NullInt64
 				role   sql.NullInt16
+				child  sql.NullInt64
+				cond   sql.NullString
 			)
 			dest := []any{&id, &st.taskType, &prio, &st.attempt, &st.retries, &st.next, &status, &st.dag, &tp, &kids, &heads, &wf, &role}
 			if withRun {
 				st.run = &RunFields{}
 				dest = append(dest, &st.run.Payload, &st.run.TimeoutMs, &st.run.MaxRetries)
 			}
+			if ending {
+				dest = append(dest, &child, &cond)
+			}
 			if err := r.Scan(dest...); err != nil {
 				r.Close()
 				return nil, fmt.Errorf("lock tasks for transfer: %w", err)
+			}
+			if prev, seen := rows[id]; seen {
+				// A further child of a task already read: the join repeats
+				// the task's columns for each of its edges.
+				if child.Valid {
+					prev.children = append(prev.children, foundEdge{parent: id, child: child.Int64, cond: contracts.Condition(cond.String)})
+					rows[id] = prev
+				}
+				continue
 			}
 			st.priority = contracts.PriorityFromRank(prio)
 			st.status = contracts.Status(status)
@@ -598,6 +648,12 @@ func lockRows(ctx context.Context, tx *sql.Tx, ids []int64, withRun bool) (map[i
 			st.workflow, st.role, st.roleKnown = wf.Int64, int(role.Int16), role.Valid
 			if st.run != nil {
 				st.run.TraceParent, st.run.RetryCount = tp.String, st.retries
+			}
+			if ending && st.dag && !st.leaf {
+				st.childrenRead = true
+				if child.Valid {
+					st.children = []foundEdge{{parent: id, child: child.Int64, cond: contracts.Condition(cond.String)}}
+				}
 			}
 			rows[id] = st
 		}
