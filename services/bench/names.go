@@ -75,5 +75,9 @@ const (
 	// mChainsVsSingle: chains_per_s as a share of the latency workload's
 	// tasks_per_s in the same rep, median over the reps (chainsShare).
 	mChainsVsSingle = "chains_vs_single_pct"
-	mLineage        = "lineage_1000" // lineage_1000_p50_ms ...: GET lineage of a 1,000-step workflow
+	// mChainsVsSingleEqualSpeed: each rep's share as it would be had both
+	// workloads run at the same machine speed, median over the reps
+	// (equalSpeedShares).
+	mChainsVsSingleEqualSpeed = "chains_vs_single_pct_equal_speed"
+	mLineage                  = "lineage_1000" // lineage_1000_p50_ms ...: GET lineage of a 1,000-step workflow
 )

@@ -148,3 +148,63 @@ func TestPlaceChainsShare(t *testing.T) {
 	require.Equal(t, []Metric{{mRelease + "_p50_ms", 2}, {mChainsPerS, 1500}, {mChainsVsSingle, 42}, {prefixCPU + "ax", 4}}, sides[0].Metrics)
 	require.Equal(t, []Metric{{mRelease + "_p50_ms", 2}, {mChainsPerS, 1500}, {mChainsVsSingle, 50}, {prefixCPU + "ax", 4}}, sides[1].Metrics)
 }
+
+func TestEqualSpeedShares(t *testing.T) {
+	harness := prefixCPUPerTask + harnessName
+	chains := func(share, ch float64) []Metric {
+		return []Metric{{mChainsPerS, 1500}, {harness, ch}, {mChainsVsSingle, share}}
+	}
+	latency := func(lat float64) []Metric { return []Metric{{mTasksPerS, 3000}, {harness, lat}} }
+	equal := func(ms []Metric) (float64, bool) { return Result{Metrics: ms}.Metric(mChainsVsSingleEqualSpeed) }
+
+	t.Run("drift in either half of a rep is taken out", func(t *testing.T) {
+		reps := map[string]map[int][]Metric{
+			// Rep 2's single tasks ran on a machine twice as slow (the
+			// harness spent twice the CPU a task), which doubled its share;
+			// rep 3's chains did, which halved it.
+			Latency: {1: latency(0.1), 2: latency(0.2), 3: latency(0.1)},
+			Chains:  {1: chains(50, 0.05), 2: chains(100, 0.05), 3: chains(25, 0.1)},
+		}
+		equalSpeedShares(reps, []string{""})
+		for n := 1; n <= 3; n++ {
+			got, ok := equal(reps[Chains][n])
+			require.True(t, ok, "rep %d", n)
+			require.InDelta(t, 50, got, 1e-9, "rep %d", n)
+		}
+	})
+
+	t.Run("a rep without the harness's CPU gets none", func(t *testing.T) {
+		reps := map[string]map[int][]Metric{
+			Latency: {1: latency(0.1), 2: {{mTasksPerS, 3000}}},
+			Chains:  {1: chains(48, 0.05), 2: chains(52, 0.05)},
+		}
+		equalSpeedShares(reps, []string{""})
+		got, ok := equal(reps[Chains][1])
+		require.True(t, ok)
+		require.InDelta(t, 48, got, 1e-9, "the only rep is its own reference")
+		_, ok = equal(reps[Chains][2])
+		require.False(t, ok)
+	})
+
+	t.Run("two sides share one reference speed", func(t *testing.T) {
+		// Side B's chains ran while the machine was slower: at A's speed
+		// its share would have been A's.
+		reps := map[string]map[int][]Metric{
+			Latency + SideA: {1: latency(0.1)},
+			Chains + SideA:  {1: chains(50, 0.05)},
+			Latency + SideB: {1: latency(0.1)},
+			Chains + SideB:  {1: chains(40, 0.0625)},
+		}
+		equalSpeedShares(reps, []string{SideA, SideB})
+		a, _ := equal(reps[Chains+SideA][1])
+		b, _ := equal(reps[Chains+SideB][1])
+		require.InDelta(t, a, b, 1e-9)
+	})
+}
+
+func TestPlaceChainsShareKeepsBothShares(t *testing.T) {
+	rep := []Metric{{mChainsPerS, 1500}, {prefixCPU + "ax", 4}, {mChainsVsSingle, 48}, {mChainsVsSingleEqualSpeed, 46}}
+	got := []Result{aggregate(Chains, nil, [][]Metric{rep})}
+	placeChainsShare(got)
+	require.Equal(t, []Metric{{mChainsPerS, 1500}, {mChainsVsSingle, 48}, {mChainsVsSingleEqualSpeed, 46}, {prefixCPU + "ax", 4}}, got[0].Metrics)
+}

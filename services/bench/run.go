@@ -87,6 +87,7 @@ reps:
 			}
 		}
 	}
+	equalSpeedShares(reps, cfg.sides())
 	var results []Result
 	for _, w := range workloads {
 		for _, side := range cfg.sides() {
@@ -135,19 +136,64 @@ func chainsShare(latency, chains []Metric) (share float64, ok bool) {
 	return 100 * chainsPerS / perS, true
 }
 
-// placeChainsShare moves the median of the reps' shares, which aggregate
+// equalSpeedShares adds to each rep's chains figures its share at equal
+// speed (chains_vs_single_pct_equal_speed). The machine's speed drifts by
+// a fifth within minutes, and a rep runs its single tasks and its chains
+// a minute apart, so one rep's share can be a tenth too high or too low
+// for no reason in ax. The harness does the same work for every task of a
+// workload in every rep, so its CPU a task is the rep's speed: the share
+// is scaled by how much slower each workload's harness ran than its
+// median over every rep of every side, which is what the share would be
+// had both run at that speed.
+func equalSpeedShares(reps map[string]map[int][]Metric, sides []string) {
+	harness := prefixCPUPerTask + harnessName
+	type rep struct {
+		side           string
+		n              int
+		share, lat, ch float64
+	}
+	var got []rep
+	var lats, chs []float64
+	for _, side := range sides {
+		for n, chains := range reps[Chains+side] {
+			share, sok := Result{Metrics: chains}.Metric(mChainsVsSingle)
+			ch, cok := Result{Metrics: chains}.Metric(harness)
+			lat, lok := Result{Metrics: reps[Latency+side][n]}.Metric(harness)
+			if !sok || !cok || !lok || ch <= 0 || lat <= 0 {
+				continue
+			}
+			got = append(got, rep{side: side, n: n, share: share, lat: lat, ch: ch})
+			lats, chs = append(lats, lat), append(chs, ch)
+		}
+	}
+	if len(got) == 0 {
+		return
+	}
+	refLat, refCh := Median(lats), Median(chs)
+	for _, r := range got {
+		chains := reps[Chains+r.side]
+		chains[r.n] = append(slices.Clone(chains[r.n]),
+			Metric{Name: mChainsVsSingleEqualSpeed, Value: r.share * (r.ch / refCh) / (r.lat / refLat)})
+	}
+}
+
+// placeChainsShare moves the medians of the reps' shares, which aggregate
 // put last, right after the chains workload's chains_per_s.
 func placeChainsShare(results []Result) {
 	for i := range results {
-		ms := results[i].Metrics
-		from := slices.IndexFunc(ms, func(m Metric) bool { return m.Name == mChainsVsSingle })
-		if results[i].Workload != Chains || from < 0 {
+		if results[i].Workload != Chains {
 			continue
 		}
-		share := ms[from]
-		ms = slices.Delete(ms, from, from+1)
+		ms := results[i].Metrics
+		var shares []Metric
+		for _, name := range []string{mChainsVsSingle, mChainsVsSingleEqualSpeed} {
+			if from := slices.IndexFunc(ms, func(m Metric) bool { return m.Name == name }); from >= 0 {
+				shares = append(shares, ms[from])
+				ms = slices.Delete(ms, from, from+1)
+			}
+		}
 		at := slices.IndexFunc(ms, func(m Metric) bool { return m.Name == mChainsPerS }) + 1
-		results[i].Metrics = slices.Insert(ms, at, share)
+		results[i].Metrics = slices.Insert(ms, at, shares...)
 	}
 }
 
