@@ -632,28 +632,23 @@ func lockRowsFor(ctx context.Context, tx *sql.Tx, ids []int64, withRun, ending b
 				return nil, fmt.Errorf("lock tasks for transfer: %w", err)
 			}
 			if prev, seen := rows[id]; seen {
-				// A further child of a task already read: the join repeats
-				// the task's columns for each of its edges.
-				if child.Valid {
-					prev.children = append(prev.children, foundEdge{parent: id, child: child.Int64, cond: contracts.Condition(cond.String)})
-					rows[id] = prev
+				// The join repeats a task's columns for each of its edges.
+				st = prev
+			} else {
+				st.priority = contracts.PriorityFromRank(prio)
+				st.status = contracts.Status(status)
+				st.traceParent = tp.String
+				st.leaf = kids.Valid && kids.Int16 == 0
+				st.oneParent = heads.Valid && heads.Int16 == 1
+				st.workflow, st.role, st.roleKnown = wf.Int64, int(role.Int16), role.Valid
+				if st.run != nil {
+					st.run.TraceParent, st.run.RetryCount = tp.String, st.retries
 				}
-				continue
+				// The join's condition: its edges were read, if any.
+				st.childrenRead = ending && st.dag && !st.leaf
 			}
-			st.priority = contracts.PriorityFromRank(prio)
-			st.status = contracts.Status(status)
-			st.traceParent = tp.String
-			st.leaf = kids.Valid && kids.Int16 == 0
-			st.oneParent = heads.Valid && heads.Int16 == 1
-			st.workflow, st.role, st.roleKnown = wf.Int64, int(role.Int16), role.Valid
-			if st.run != nil {
-				st.run.TraceParent, st.run.RetryCount = tp.String, st.retries
-			}
-			if ending && st.dag && !st.leaf {
-				st.childrenRead = true
-				if child.Valid {
-					st.children = []foundEdge{{parent: id, child: child.Int64, cond: contracts.Condition(cond.String)}}
-				}
+			if child.Valid {
+				st.children = append(st.children, foundEdge{parent: id, child: child.Int64, cond: contracts.Condition(cond.String)})
 			}
 			rows[id] = st
 		}
