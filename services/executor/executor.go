@@ -401,6 +401,14 @@ func (e *Executor) Run(ctx context.Context) error {
 	go func() { defer close(beatDone); e.beat(beatCtx, firstBeat) }()
 	defer func() { stopBeat(); <-beatDone }()
 	<-firstBeat
+	if e.direct != nil {
+		// The node is in the registry now: the tasks its outcomes release
+		// are taken up here (and its submitter's are sent to it) from the
+		// first, not once the router's next refresh has found it.
+		if err := e.direct.Refresh(ctx); err != nil && ctx.Err() == nil {
+			e.logger.Warn("read executor membership", "err", err)
+		}
+	}
 
 	intakeCtx, stopIntake := context.WithCancel(ctx)
 	defer stopIntake()

@@ -34,6 +34,9 @@ type faultRig struct {
 	// direct makes the executors dispatch what their outcomes release
 	// (DispatchWith), with a dispatch rule of their own.
 	direct bool
+	// routerIdle, with direct, leaves that rule's router without its
+	// refresh loop: it knows only what the executor makes it read.
+	routerIdle bool
 	// beforeRecord is the executors' beforeRecord hook.
 	beforeRecord func()
 	// beforeRead is the executors' beforeRead hook.
@@ -81,7 +84,9 @@ func (g *faultRig) start(t *testing.T, node string, cfg Config, h Handler, hook 
 	ctx, stop := context.WithCancel(context.Background())
 	if g.direct {
 		send := dispatch.New(dispatch.Config{Heartbeat: time.Second}, g.st, rdb, g.keys, clock.System{}, testenv.Logger(t))
-		go func() { _ = send.Run(ctx) }()
+		if !g.routerIdle {
+			go func() { _ = send.Run(ctx) }()
+		}
 		e.DispatchWith(send, conn)
 		if g.dropReleases != nil {
 			e.direct.DropWith(g.dropReleases)

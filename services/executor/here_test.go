@@ -33,6 +33,23 @@ func awaitOwner(t *testing.T, e *Executor, typ string, id int64) {
 	})
 }
 
+// An executor routes to itself from the moment it is ready: once its
+// first heartbeat is in the registry it has its router read it, rather
+// than wait for the router's next refresh (up to a second, every child
+// its outcomes released meanwhile going the long way: to the shared
+// subjects, stored, fetched, its row read again). Here the router has no
+// refresh loop at all: only the executor's own read can have found it.
+func TestAReadyExecutorRoutesToItself(t *testing.T) {
+	_, _, g := windowRig(t, "test.routeself")
+	g.direct, g.routerIdle = true, true
+	e, _ := g.executor(t, "self-node", Config{}, reporting(make(chan int64, 1)), nil)
+	for id := int64(1); id <= 64; id++ {
+		here, rest := e.direct.Here(context.Background(), e.cfg.Node,
+			[]dispatch.Task{{Lane: contracts.PriorityNormal, Dispatch: events.TaskDispatched{TaskID: id, Type: g.typ}}})
+		require.Len(t, here, 1, "task %d is routed elsewhere: %+v", id, rest)
+	}
+}
+
 // ownSubjects subscribes, with core NATS, to the subjects of node's own
 // lanes of typ: whatever is dispatched to node arrives here too.
 func ownSubjects(t *testing.T, url, typ, node string) <-chan *nats.Msg {

@@ -118,14 +118,17 @@ func New(cfg Config, st *store.Store, rdb redis.UniversalClient, k keys.Keys, cl
 	}
 }
 
-// Run reads the membership registry at once and then every second until
-// ctx ends. Until the registry first answers, work goes to the shared
-// subjects.
+// Run reads the membership registry at once and then every second (every
+// tenth of a second while it lists no live node) until ctx ends. Until the
+// registry names an owner, work goes to the shared subjects.
 func (s *Sender) Run(ctx context.Context) error {
-	if err := s.router.Refresh(ctx); err != nil && ctx.Err() == nil {
-		s.logger.Warn("read executor membership", "err", err)
-	}
 	return s.router.Run(ctx)
+}
+
+// Refresh reads the membership registry now: an executor that has just
+// registered routes to itself at once rather than at the next refresh.
+func (s *Sender) Refresh(ctx context.Context) error {
+	return s.router.Refresh(ctx)
 }
 
 // Ready turns READY events due at once (events.RouteDispatch) into lean

@@ -102,6 +102,9 @@ func (q *Queue) Here(ctx context.Context, node string, tasks []Task) (here, rest
 	return q.send.Here(ctx, node, tasks)
 }
 
+// Refresh reads the membership registry of the queue's Sender now.
+func (q *Queue) Refresh(ctx context.Context) error { return q.send.Refresh(ctx) }
+
 // Close ends Run once the groups queued so far are sent. Nothing may be
 // added after it.
 func (q *Queue) Close() { close(q.groups) }

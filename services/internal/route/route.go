@@ -149,6 +149,9 @@ type Router struct {
 	// counts as seen then, so a router that has just started (or not yet
 	// heard of a node that joined) does not fall back at once.
 	started time.Time
+	// every and emptyEvery are Run's RefreshInterval and
+	// EmptyRefreshInterval (tests shorten or stretch them).
+	every, emptyEvery time.Duration
 }
 
 // RefreshInterval is how often a Router re-reads the registry; a node that
@@ -162,7 +165,7 @@ func NewRouter(rdb redis.UniversalClient, key string, clk clock.Clock, heartbeat
 		heartbeat = membership.IntervalDefault
 	}
 	return &Router{rdb: rdb, key: key, clock: clk, deadAfter: membership.DeadAfter(heartbeat), cfg: cfg,
-		logger: logger, table: Build(nil, cfg), started: time.Now()}
+		logger: logger, table: Build(nil, cfg), started: time.Now(), every: RefreshInterval, emptyEvery: EmptyRefreshInterval}
 }
 
 // Refresh re-reads the registry and swaps in a new table when the members
@@ -197,23 +200,40 @@ func (r *Router) Refresh(ctx context.Context) error {
 	return nil
 }
 
-// Run refreshes every RefreshInterval until ctx ends.
+// EmptyRefreshInterval is how often a Router that knows no live node
+// re-reads the registry. A process starts its router before its own
+// executor's first heartbeat lands: until the table has the node, every
+// dispatch goes to the shared subjects (a longer way: stored, fetched by
+// whichever node, its row read again), and at RefreshInterval that was
+// the first second of every start.
+const EmptyRefreshInterval = 100 * time.Millisecond
+
+// Run refreshes every RefreshInterval (EmptyRefreshInterval while no live
+// node is known) until ctx ends.
 func (r *Router) Run(ctx context.Context) error {
-	tick := time.NewTicker(RefreshInterval)
-	defer tick.Stop()
+	wait := time.NewTimer(0)
+	defer wait.Stop()
 	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-wait.C:
+		}
 		if err := r.Refresh(ctx); err != nil && ctx.Err() == nil {
 			// Keep routing by the last table; a stale owner's subject is
 			// swept by the reaper if the owner is gone.
 			r.logger.Warn("refresh routing table", "err", err)
 		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-tick.C:
+		next := r.every
+		if r.Table().empty() {
+			next = r.emptyEvery
 		}
+		wait.Reset(next)
 	}
 }
+
+// empty says whether the table knows no live node.
+func (t *Table) empty() bool { return len(t.rings) == 0 }
 
 // LastSeen returns when the type last had a live node of version canary
 // (onCanary) or of another version, by this router's refreshes; when the
