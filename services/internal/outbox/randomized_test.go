@@ -31,7 +31,8 @@ import (
 // again and again. Every committed row's event must be on the stream, and
 // no rolled-back one.
 //
-// 100,000 rows per mode; 5,000 with -short.
+// 100,000 rows per mode; 5,000 with -short (more if the relays have not
+// been handed over five times by then).
 func TestRandomizedRelayLosesNoCommittedRow(t *testing.T) {
 	rows := 100_000
 	if testing.Short() {
@@ -59,11 +60,14 @@ func randomizedRelay(t *testing.T, cfg outbox.Config, want int) {
 
 	start := time.Now()
 	var committed, rolledBack atomic.Int64
-	const writers = 24
+	// The writers go on past want until the relays have been handed over
+	// minHandOvers times: a short run (-short) hands over as often.
+	var handOvers atomic.Int64
+	const writers, minHandOvers = 24, 5
 	var wg sync.WaitGroup
 	for range writers {
 		wg.Go(func() {
-			for committed.Load() < int64(want) && !t.Failed() {
+			for (committed.Load() < int64(want) || handOvers.Load() < minHandOvers) && !t.Failed() {
 				n := writeRandomly(t, st)
 				if n > 0 {
 					committed.Add(int64(n))
@@ -75,7 +79,6 @@ func randomizedRelay(t *testing.T, cfg outbox.Config, want int) {
 	}
 	chaosDone := make(chan struct{})
 	var chaos sync.WaitGroup
-	var handOvers atomic.Int64
 	chaos.Go(func() {
 		for {
 			select {
@@ -100,7 +103,7 @@ func randomizedRelay(t *testing.T, cfg outbox.Config, want int) {
 	chaos.Wait()
 	t.Logf("%d rows committed, %d rolled back by %d writers in %s; %d relay stops or lease losses",
 		committed.Load(), rolledBack.Load(), writers, time.Since(start).Round(time.Millisecond), handOvers.Load())
-	require.GreaterOrEqual(t, handOvers.Load(), int64(5), "the relays were handed over several times")
+	require.GreaterOrEqual(t, handOvers.Load(), int64(minHandOvers), "the relays were handed over several times")
 
 	ids := testenv.Column[string](t, st.DB(), `SELECT event_id FROM task_history`)
 	require.EqualValues(t, committed.Load(), len(ids))
