@@ -403,8 +403,9 @@ func (e *Executor) Run(ctx context.Context) error {
 	<-firstBeat
 	if e.direct != nil {
 		// The node is in the registry now: the tasks its outcomes release
-		// are taken up here (and its submitter's are sent to it) from the
-		// first, not once the router's next refresh has found it.
+		// are taken up here (and a submitter sharing this dispatch rule
+		// sends its own to it) from the first, not once the router's next
+		// refresh has found it.
 		if err := e.direct.Refresh(ctx); err != nil && ctx.Err() == nil {
 			e.logger.Warn("read executor membership", "err", err)
 		}

@@ -19,7 +19,7 @@ import (
 // lands after the router's first read) is routed to within that, not a
 // whole RefreshInterval later; once it knows a node it goes back to its
 // slow pace. Here the slow pace is an hour: only the fast one can find the
-// node, and after that a node leaving goes unnoticed.
+// node, and after that a second node joining goes unnoticed.
 func TestARouterThatKnowsNoNodeLooksAgainSoon(t *testing.T) {
 	rdb, k := testenv.Redis(t)
 	r := NewRouter(rdb, k.Nodes(), clock.System{}, time.Second, ring.Config{Shards: 16}, testenv.Logger(t))
