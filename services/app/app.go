@@ -85,6 +85,10 @@ type Config struct {
 	// prepared on its MySQL connections (store.Options.PreparedStatements):
 	// 0 is store.DefaultPreparedStatements, a negative value none.
 	MySQLPreparedStatements int
+	// WorkflowStepsInTable lists the steps of every new workflow in
+	// workflow_steps (store.Options.StepsInTable), for rolling upgrades
+	// from versions before migration 0021.
+	WorkflowStepsInTable bool
 	// NATSURL is the NATS server to use; empty with EmbeddedNATS starts one.
 	NATSURL      string
 	EmbeddedNATS bool
@@ -306,7 +310,7 @@ func openDeps(ctx context.Context, cfg *Config, logger *slog.Logger) (_ *deps, e
 		}
 	}
 	if d.st, err = store.Open(ctx, dsn, store.Options{Actor: "ax@" + cfg.Node,
-		PreparedStatements: cfg.MySQLPreparedStatements}); err != nil {
+		PreparedStatements: cfg.MySQLPreparedStatements, StepsInTable: cfg.WorkflowStepsInTable}); err != nil {
 		return nil, err
 	}
 	d.closers = append(d.closers, func() { d.st.Close() })

@@ -29,7 +29,13 @@ type fixture struct {
 
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
-	st, _ := testenv.Store(t)
+	return newFixtureWith(t, store.Options{Actor: "test"})
+}
+
+// newFixtureWith is newFixture on a store opened with opts.
+func newFixtureWith(t *testing.T, opts store.Options) *fixture {
+	t.Helper()
+	st, _ := testenv.StoreWith(t, opts)
 	require.NoError(t, st.RegisterType(context.Background(), store.TaskType{Name: "ax.noop", TimeoutMs: 60000, MaxRetries: 3, Priority: contracts.PriorityNormal}))
 	ids, err := idgen.New(1)
 	require.NoError(t, err)

@@ -555,55 +555,64 @@ func TestWorkflowStepReRunCountsItsEndOnce(t *testing.T) {
 		"re-run through the dead letter, another step ended": {otherFirst: true},
 		"re-run unmarked, another step ended":                {unmarked: true, otherFirst: true},
 	} {
-		t.Run(name, func(t *testing.T) {
-			f := newFixture(t)
-			wf := f.submitWorkflow(t, `{"name":"rerun","steps":[
+		for _, inTable := range []bool{false, true} {
+			if c.legacyRows && !inTable {
+				continue // rows before 0019 were never listed on a workflow's row
+			}
+			name := name
+			if inTable {
+				name += ", steps in workflow_steps"
+			}
+			t.Run(name, func(t *testing.T) {
+				f := newFixtureWith(t, store.Options{Actor: "test", StepsInTable: inTable})
+				wf := f.submitWorkflow(t, `{"name":"rerun","steps":[
 				{"key":"charge","type":"ax.noop"},
 				{"key":"audit","type":"ax.noop","depends_on":["charge"],"when":"always"},
 				{"key":"other","type":"ax.noop"}]}`)
-			ids := stepIDs(t, wf)
-			if c.legacyRows {
-				_, err := f.st.DB().Exec(`UPDATE tasks SET workflow_id = NULL, workflow_role = NULL`)
+				ids := stepIDs(t, wf)
+				if c.legacyRows {
+					_, err := f.st.DB().Exec(`UPDATE tasks SET workflow_id = NULL, workflow_role = NULL`)
+					require.NoError(t, err)
+				}
+				charge := ids["charge"]
+				res, err := f.st.Transfer(ctx, store.TransferParams{TaskID: charge, From: contracts.StatusReady, To: contracts.StatusRunning,
+					Claim: true, Executor: "test-node", Actor: "executor@test-node", Reason: "claimed"})
 				require.NoError(t, err)
-			}
-			charge := ids["charge"]
-			res, err := f.st.Transfer(ctx, store.TransferParams{TaskID: charge, From: contracts.StatusReady, To: contracts.StatusRunning,
-				Claim: true, Executor: "test-node", Actor: "executor@test-node", Reason: "claimed"})
-			require.NoError(t, err)
-			attempt, msg := res.Attempt, "card declined"
-			_, err = f.st.Transfer(ctx, store.TransferParams{TaskID: charge, From: contracts.StatusRunning, To: contracts.StatusFailed,
-				Attempt: &attempt, LastError: &msg, Reason: "handler failed for good",
-				Also: store.InsertDeadLetter(store.NewDeadLetter{TaskID: charge, Type: "ax.noop", Status: contracts.StatusFailed, Attempt: attempt, LastError: msg})})
-			require.NoError(t, err)
-			require.Equal(t, contracts.WorkflowRunning, f.workflow(t, wf.ID).Status, "the failure is handled by audit")
-			if c.otherFirst {
-				finish(t, f.st, ids["other"], contracts.StatusSuccess)
-			}
+				attempt, msg := res.Attempt, "card declined"
+				_, err = f.st.Transfer(ctx, store.TransferParams{TaskID: charge, From: contracts.StatusRunning, To: contracts.StatusFailed,
+					Attempt: &attempt, LastError: &msg, Reason: "handler failed for good",
+					Also: store.InsertDeadLetter(store.NewDeadLetter{TaskID: charge, Type: "ax.noop", Status: contracts.StatusFailed, Attempt: attempt, LastError: msg})})
+				require.NoError(t, err)
+				require.Equal(t, contracts.WorkflowRunning, f.workflow(t, wf.ID).Status, "the failure is handled by audit")
+				if c.otherFirst {
+					finish(t, f.st, ids["other"], contracts.StatusSuccess)
+				}
 
-			due := time.Now().UnixMilli()
-			if c.unmarked {
-				_, err = f.st.Transfer(ctx, store.TransferParams{TaskID: charge, From: contracts.StatusFailed, To: contracts.StatusRetrying,
-					Attempt: &attempt, ResetRetries: true, NextRunTimeMs: &due, Actor: "old-release", Reason: "re-run"})
+				due := time.Now().UnixMilli()
+				if c.unmarked {
+					_, err = f.st.Transfer(ctx, store.TransferParams{TaskID: charge, From: contracts.StatusFailed, To: contracts.StatusRetrying,
+						Attempt: &attempt, ResetRetries: true, NextRunTimeMs: &due, Actor: "old-release", Reason: "re-run"})
+					require.NoError(t, err)
+				} else {
+					letters, err := f.st.ListDeadLetters(ctx, store.DeadLetterQuery{Limit: 10})
+					require.NoError(t, err)
+					require.Len(t, letters, 1)
+					_, err = f.st.RetryDeadLetter(ctx, letters[0].ID, "alice", due)
+					require.NoError(t, err)
+				}
+				_, err = f.st.Transfer(ctx, store.TransferParams{TaskID: charge, From: contracts.StatusRetrying, To: contracts.StatusReady, Reason: "due"})
 				require.NoError(t, err)
-			} else {
-				letters, err := f.st.ListDeadLetters(ctx, store.DeadLetterQuery{Limit: 10})
-				require.NoError(t, err)
-				require.Len(t, letters, 1)
-				_, err = f.st.RetryDeadLetter(ctx, letters[0].ID, "alice", due)
-				require.NoError(t, err)
-			}
-			_, err = f.st.Transfer(ctx, store.TransferParams{TaskID: charge, From: contracts.StatusRetrying, To: contracts.StatusReady, Reason: "due"})
-			require.NoError(t, err)
-			finish(t, f.st, charge, contracts.StatusSuccess)
-			if !c.otherFirst {
-				finish(t, f.st, ids["other"], contracts.StatusSuccess)
-			}
-			require.Equal(t, contracts.WorkflowRunning, f.workflow(t, wf.ID).Status, "audit has not ended")
-			finish(t, f.st, ids["audit"], contracts.StatusSuccess)
-			require.Equal(t, contracts.WorkflowSucceeded, f.workflow(t, wf.ID).Status)
-			var open int
-			require.NoError(t, f.st.DB().QueryRow(`SELECT open_steps FROM workflows`).Scan(&open))
-			require.Zero(t, open)
-		})
+				finish(t, f.st, charge, contracts.StatusSuccess)
+				if !c.otherFirst {
+					finish(t, f.st, ids["other"], contracts.StatusSuccess)
+				}
+				require.Equal(t, contracts.WorkflowRunning, f.workflow(t, wf.ID).Status, "audit has not ended")
+				finish(t, f.st, ids["audit"], contracts.StatusSuccess)
+				require.Equal(t, contracts.WorkflowSucceeded, f.workflow(t, wf.ID).Status)
+				var open int
+				require.NoError(t, f.st.DB().QueryRow(`SELECT open_steps FROM workflows`).Scan(&open))
+				require.Zero(t, open)
+			})
+		}
 	}
 }

@@ -125,7 +125,9 @@ type serverFlags struct {
 	preparedStatements int
 	// relayGapTracking is the inverse of cfg.Relay.NoGapTracking.
 	relayGapTracking bool
-	cpuProfile       string
+	// workflowStepsOnRow is the inverse of cfg.WorkflowStepsInTable.
+	workflowStepsOnRow bool
+	cpuProfile         string
 	// gcFloorMiB is gctune's floor in MiB; 0 leaves the collector alone.
 	gcFloorMiB int
 	// conn holds the secrets' files and the DSN until resolveSecrets.
@@ -149,6 +151,7 @@ func (f *serverFlags) register(fs *pflag.FlagSet, command string) {
 	fs.IntVar(&c.Shards, "shards", envInt("AX_SHARDS", ring.DefaultShards), "shards of each task type's consistent hash ring, 1..4096 (64 or 256); the same on every process of a cluster (dispatchers, relays and timers route by it) [AX_SHARDS]")
 	fs.BoolVar(&f.relayGapTracking, "relay-gap-tracking", envBool("AX_RELAY_GAP_TRACKING", true), "publish history rows past holes in their IDs at once and watch the holes for late rows; false: publish only rows settled for --relay-settle [AX_RELAY_GAP_TRACKING]")
 	fs.IntVar(&c.Relay.EventsPerMessage, "relay-events-per-message", envInt("AX_RELAY_EVENTS_PER_MESSAGE", outbox.EventsPerMessageDefault), "most transfers of one subject the relay publishes in one AX_EVENTS message (task.transfers.v1, at most 64 KiB), 1..1000 (0: the default); 1: every transfer alone (task.transferred.v1), for event consumers that read one a message [AX_RELAY_EVENTS_PER_MESSAGE]")
+	fs.BoolVar(&f.workflowStepsOnRow, "workflow-steps-on-row", envBool("AX_WORKFLOW_STEPS_ON_ROW", true), "list the steps of a new workflow without compensations on the workflow's row, not a row each in workflow_steps; false while processes of a version before it run (they would not find those steps) [AX_WORKFLOW_STEPS_ON_ROW]")
 	fs.DurationVar(&c.Relay.Settle, "relay-settle", envDur("AX_RELAY_SETTLE", store.SettleDefault), "without gap tracking, how long the relay stays behind the newest history row; longer than any transaction that writes history [AX_RELAY_SETTLE]")
 	fs.StringVar(&c.OTLPEndpoint, "otlp-endpoint", envStr("AX_OTLP_ENDPOINT", ""), "export trace spans over OTLP/HTTP to this collector, e.g. http://localhost:4318 (/v1/traces is added when no path is given); empty: tracing off unless OTEL_EXPORTER_OTLP_ENDPOINT is set [AX_OTLP_ENDPOINT]")
 	fs.StringVar(&c.Node, "node", envStr("AX_NODE", membership.DefaultName()), "name of this process in history, locks and task rows [AX_NODE]")

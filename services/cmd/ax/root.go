@@ -88,6 +88,7 @@ func newServerCmd(name, short string, services []app.Service, embedded bool) *co
 			}
 			cfg.Reaper.HeartbeatInterval = f.heartbeat
 			cfg.Relay.NoGapTracking = !f.relayGapTracking
+			cfg.WorkflowStepsInTable = !f.workflowStepsOnRow
 			stopProfile, err := startCPUProfile(f.cpuProfile)
 			if err != nil {
 				return err

@@ -189,10 +189,51 @@ func (s *Store) afterFinal(ctx context.Context, tx *sql.Tx, finals map[int64]con
 			look = append(look, id)
 		}
 	}
-	if err := s.settleChildrenOf(ctx, tx, look, finals, rows); err != nil {
+	if d, ok := ctx.Value(laterEndsKey{}).(*laterEnds); ok {
+		// Ended by their parents' settlement: their workflows are told
+		// with the parents' (below), so that a parent's failure is judged
+		// with the cancellations it causes, and not after a cancelled
+		// leaf has ended a workflow that counts only leaves
+		// (workflowsteps.go). Their own children are settled now.
+		if err := s.settleChildrenOf(ctx, tx, look, finals, rows); err != nil {
+			return err
+		}
+		d.add(ids, finals, rows)
+		return nil
+	}
+	d := &laterEnds{}
+	if err := s.settleChildrenOf(context.WithValue(ctx, laterEndsKey{}, d), tx, look, finals, rows); err != nil {
 		return err
 	}
-	return s.workflowsAfterFinal(ctx, tx, ids, finals, rows)
+	if len(d.ids) == 0 {
+		return s.workflowsAfterFinal(ctx, tx, ids, finals, rows)
+	}
+	d.add(ids, finals, rows)
+	slices.Sort(d.ids)
+	return s.workflowsAfterFinal(ctx, tx, d.ids, d.finals, d.rows)
+}
+
+// laterEnds collects the tasks that the settlement of children ended
+// (cancelled) within one afterFinal, for their workflows to be told at
+// once with those of the tasks whose ends settled them.
+type laterEnds struct {
+	ids    []int64
+	finals map[int64]contracts.Status
+	rows   map[int64]rowState
+}
+
+type laterEndsKey struct{}
+
+func (d *laterEnds) add(ids []int64, finals map[int64]contracts.Status, rows map[int64]rowState) {
+	if d.finals == nil {
+		d.finals, d.rows = map[int64]contracts.Status{}, map[int64]rowState{}
+	}
+	for _, id := range ids {
+		if _, seen := d.finals[id]; !seen {
+			d.ids = append(d.ids, id)
+		}
+		d.finals[id], d.rows[id] = finals[id], rows[id]
+	}
 }
 
 // settleChildrenOf settles the children of the parents that just ended
@@ -461,19 +502,29 @@ func nameCulprits(ctx context.Context, tx *sql.Tx, chains [][]TransferParams, cu
 	}
 	defer rows.Close()
 	names := map[int64]string{}
+	typeOf := map[int64]string{}
 	for rows.Next() {
 		var id int64
 		var typ, step string
 		if err := rows.Scan(&id, &typ, &step); err != nil {
 			return fmt.Errorf("name parents: %w", err)
 		}
-		names[id] = "type " + typ
+		names[id], typeOf[id] = "type "+typ, typ
 		if step != "" {
 			names[id] = fmt.Sprintf("step %q, type %s", step, typ)
 		}
 	}
 	if err := rows.Err(); err != nil {
 		return fmt.Errorf("name parents: %w", err)
+	}
+	listed, err := listedStepKeys(ctx, tx, ids)
+	if err != nil {
+		return fmt.Errorf("name parents: %w", err)
+	}
+	for id, step := range listed {
+		if n, ok := names[id]; ok && n == "type "+typeOf[id] {
+			names[id] = fmt.Sprintf("step %q, type %s", step, typeOf[id])
+		}
 	}
 	for i, parent := range culprits {
 		if n, ok := names[parent]; ok {

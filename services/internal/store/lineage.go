@@ -109,12 +109,11 @@ func (s *Store) tasksWithBizKey(ctx context.Context, bizKey, taskType string) ([
 }
 
 func (s *Store) workflowTaskIDs(ctx context.Context, wf int64) ([]int64, error) {
-	ids, err := s.queryInts(ctx, `SELECT task_id FROM workflow_steps WHERE workflow_id = ?
-		UNION ALL SELECT compensation_task_id FROM workflow_steps WHERE workflow_id = ? AND compensation_task_id IS NOT NULL`, wf, wf)
+	steps, _, err := stepsOf(ctx, s.db, wf)
 	if err != nil {
-		return nil, fmt.Errorf("tasks of workflow %d: %w", wf, err)
+		return nil, err
 	}
-	return ids, nil
+	return stepTaskIDs(steps), nil
 }
 
 // divedRanges is MariaDB's eq_range_index_dive_limit, by default: up to

@@ -187,6 +187,12 @@ func withoutUnpublished(ctx context.Context, tx *sql.Tx, ids []int64, published 
 // mistake upstream can never delete live work.
 func deletePruned(ctx context.Context, tx *sql.Tx, status contracts.Status, ids []int64, out *PruneCounts) error {
 	in, args := marks(len(ids)), int64Args(ids)
+	// Read before the tasks go: only their rows name these workflows.
+	listed, err := queryIDs(ctx, tx.QueryContext, `SELECT DISTINCT workflow_id FROM tasks FORCE INDEX (PRIMARY) WHERE id IN (`+in+`)
+		AND workflow_id IS NOT NULL AND workflow_role & ? <> 0`, append(slices.Clone(args), roleListed)...)
+	if err != nil {
+		return fmt.Errorf("find the workflows of pruned tasks: %w", err)
+	}
 	var edges int64
 	steps := []struct {
 		table string
@@ -211,7 +217,7 @@ func deletePruned(ctx context.Context, tx *sql.Tx, status contracts.Status, ids 
 			return fmt.Errorf("delete from %s: %w", st.table, err)
 		}
 	}
-	n, err := deleteEndedWorkflows(ctx, tx, ids)
+	n, err := deleteEndedWorkflows(ctx, tx, ids, listed)
 	out.Workflows = n
 	return err
 }
@@ -222,25 +228,40 @@ func deletePruned(ctx context.Context, tx *sql.Tx, status contracts.Status, ids 
 // its biz_key is free again, as a task's is once it is deleted. Until then
 // its view lists the steps still stored. Nothing adds a task to an
 // existing workflow, and an ended one never runs again, so a workflow
-// found without tasks stays so.
-func deleteEndedWorkflows(ctx context.Context, tx *sql.Tx, ids []int64) (int64, error) {
+// found without tasks stays so. listed are the workflows of ids that list
+// their steps on their rows (deletePruned reads them before the tasks
+// go); the others are found in workflow_steps.
+func deleteEndedWorkflows(ctx context.Context, tx *sql.Tx, ids, listed []int64) (int64, error) {
 	in, args := marks(len(ids)), int64Args(ids)
 	wfs, err := queryIDs(ctx, tx.QueryContext, `SELECT workflow_id FROM workflow_steps WHERE task_id IN (`+in+`)
 		UNION SELECT workflow_id FROM workflow_steps WHERE compensation_task_id IN (`+in+`)`, append(args, args...)...)
-	if err != nil || len(wfs) == 0 {
+	if err != nil {
 		return 0, wrapIf(err, "find the workflows of pruned tasks")
 	}
 	ended := endedWorkflowStates
-	gone, err := queryIDs(ctx, tx.QueryContext, `SELECT w.id FROM workflows w WHERE w.id IN (`+marks(len(wfs))+`)
-		AND w.status IN (`+marks(len(ended))+`)
-		AND NOT EXISTS (SELECT 1 FROM workflow_steps ws JOIN tasks t ON t.id = ws.task_id WHERE ws.workflow_id = w.id)
-		AND NOT EXISTS (SELECT 1 FROM workflow_steps ws JOIN tasks t ON t.id = ws.compensation_task_id WHERE ws.workflow_id = w.id)
-		ORDER BY w.id`, append(int64Args(wfs), ended...)...)
-	if err != nil || len(gone) == 0 {
-		return 0, wrapIf(err, "find ended workflows without tasks")
+	var gone []int64
+	if len(wfs) > 0 {
+		gone, err = queryIDs(ctx, tx.QueryContext, `SELECT w.id FROM workflows w WHERE w.id IN (`+marks(len(wfs))+`)
+			AND w.status IN (`+marks(len(ended))+`)
+			AND NOT EXISTS (SELECT 1 FROM workflow_steps ws JOIN tasks t ON t.id = ws.task_id WHERE ws.workflow_id = w.id)
+			AND NOT EXISTS (SELECT 1 FROM workflow_steps ws JOIN tasks t ON t.id = ws.compensation_task_id WHERE ws.workflow_id = w.id)
+			ORDER BY w.id`, append(int64Args(wfs), ended...)...)
+		if err != nil {
+			return 0, wrapIf(err, "find ended workflows without tasks")
+		}
 	}
-	if err := execIn(ctx, tx, `DELETE FROM workflow_steps WHERE workflow_id IN `, gone); err != nil {
-		return 0, fmt.Errorf("delete from workflow_steps: %w", err)
+	if len(gone) > 0 {
+		if err := execIn(ctx, tx, `DELETE FROM workflow_steps WHERE workflow_id IN `, gone); err != nil {
+			return 0, fmt.Errorf("delete from workflow_steps: %w", err)
+		}
+	}
+	emptied, err := listedWithoutTasks(ctx, tx, listed)
+	if err != nil {
+		return 0, err
+	}
+	gone = append(gone, emptied...)
+	if len(gone) == 0 {
+		return 0, nil
 	}
 	res, err := tx.ExecContext(ctx, `DELETE FROM workflows WHERE id IN (`+marks(len(gone))+`) AND status IN (`+marks(len(ended))+`)`,
 		append(int64Args(gone), ended...)...)
@@ -248,6 +269,53 @@ func deleteEndedWorkflows(ctx context.Context, tx *sql.Tx, ids []int64) (int64, 
 		return 0, fmt.Errorf("delete from workflows: %w", err)
 	}
 	return res.RowsAffected()
+}
+
+// listedWithoutTasks returns those of the workflows wfs, which list their
+// steps on their rows, that have ended and have no step task left.
+func listedWithoutTasks(ctx context.Context, tx *sql.Tx, wfs []int64) ([]int64, error) {
+	if len(wfs) == 0 {
+		return nil, nil
+	}
+	ended := endedWorkflowStates
+	rows, err := tx.QueryContext(ctx, `SELECT id, steps FROM workflows FORCE INDEX (PRIMARY) WHERE id IN (`+marks(len(wfs))+`)
+		AND status IN (`+marks(len(ended))+`) AND steps IS NOT NULL ORDER BY id`, append(int64Args(wfs), ended...)...)
+	if err != nil {
+		return nil, fmt.Errorf("find ended workflows without tasks: %w", err)
+	}
+	stepsOfWF := map[int64][]int64{}
+	var order []int64
+	for rows.Next() {
+		var wf int64
+		var text string
+		if err := rows.Scan(&wf, &text); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("find ended workflows without tasks: %w", err)
+		}
+		steps, err := decodeSteps(wf, text)
+		if err != nil {
+			rows.Close()
+			return nil, err
+		}
+		order = append(order, wf)
+		stepsOfWF[wf] = stepTaskIDs(steps)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("find ended workflows without tasks: %w", err)
+	}
+	var out []int64
+	for _, wf := range order {
+		left, err := queryIDs(ctx, tx.QueryContext, `SELECT id FROM tasks FORCE INDEX (PRIMARY) WHERE id IN (`+marks(len(stepsOfWF[wf]))+`) LIMIT 1`,
+			int64Args(stepsOfWF[wf])...)
+		if err != nil {
+			return nil, fmt.Errorf("find ended workflows without tasks: %w", err)
+		}
+		if len(left) == 0 {
+			out = append(out, wf)
+		}
+	}
+	return out, nil
 }
 
 // endedWorkflowStates are the final workflow states, as query arguments.

@@ -31,6 +31,8 @@ type Store struct {
 	// so the relay looks at the outbox only when there is something in it.
 	outboxWritten *atomic.Bool
 	actor         string
+	// stepsInTable: Options.StepsInTable.
+	stepsInTable bool
 }
 
 // Options configure a Store.
@@ -48,6 +50,12 @@ type Options struct {
 	// DefaultPreparedStatements, a negative value keeps none (every
 	// statement is sent interpolated).
 	PreparedStatements int
+	// StepsInTable lists the steps of every workflow this store creates
+	// in workflow_steps, as builds before migration 0021 do, instead of
+	// on the row of a workflow without compensations: while such builds
+	// run beside this one (they would not find the steps of the
+	// others). Either kind is read whatever it says.
+	StepsInTable bool
 }
 
 // DefaultPreparedStatements is Options.PreparedStatements' default: the
@@ -100,7 +108,8 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	onceDB := sql.OpenDB(connector)
 	onceDB.SetConnMaxLifetime(30 * time.Minute)
 	onceDB.SetConnMaxIdleTime(time.Minute)
-	s := &Store{db: db, onceDB: onceDB, now: opts.Now, wake: make(chan struct{}, 1), outboxWritten: new(atomic.Bool), actor: opts.Actor}
+	s := &Store{db: db, onceDB: onceDB, now: opts.Now, wake: make(chan struct{}, 1), outboxWritten: new(atomic.Bool), actor: opts.Actor,
+		stepsInTable: opts.StepsInTable}
 	// As large as the main pool until an executor sizes it to its slots.
 	s.SizeOncePool(opts.MaxOpenConns)
 	return s, nil

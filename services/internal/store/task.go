@@ -264,6 +264,13 @@ const (
 	// ended: its later ends are looked up as before (workflow_steps
 	// knows it ended).
 	roleEndedBefore = 8
+	// roleListed marks a step listed on its workflow's row (migration
+	// 0021), with no row in workflow_steps: its end records nothing there.
+	roleListed = 16
+	// roleUncounted marks a step with children of a workflow that counts
+	// only its leaves' ends (see workflowsteps.go): its success leaves
+	// the workflow's row alone, and any end of it leaves the count.
+	roleUncounted = 32
 )
 
 // Dependency is one parent of a task and the condition it must meet.

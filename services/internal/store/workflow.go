@@ -138,7 +138,7 @@ func (s *Store) CreateWorkflows(ctx context.Context, nws []NewWorkflow) ([]Workf
 	if len(nws) == 0 {
 		return nil, nil
 	}
-	if err := checkNewTasks(workflowTasks(nws, nil)); err != nil {
+	if err := checkNewTasks(workflowTasks(nws, nil, s.listsStepsOnRow)); err != nil {
 		return nil, err
 	}
 	// The columns keep milliseconds; the answer says what a read would.
@@ -150,10 +150,10 @@ func (s *Store) CreateWorkflows(ctx context.Context, nws []NewWorkflow) ([]Workf
 	)
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
 		var err error
-		if created, err = insertWorkflowRows(ctx, tx, nws, at); err != nil {
+		if created, err = insertWorkflowRows(ctx, tx, nws, at, s.listsStepsOnRow); err != nil {
 			return err
 		}
-		tasks = workflowTasks(nws, created)
+		tasks = workflowTasks(nws, created, s.listsStepsOnRow)
 		if len(tasks) == 0 {
 			return nil // every one deduplicated
 		}
@@ -163,7 +163,7 @@ func (s *Store) CreateWorkflows(ctx context.Context, nws []NewWorkflow) ([]Workf
 		}
 		// Before the edges: a step deduplicated against an existing task
 		// would leave its children an edge to a task never created.
-		if err := insertWorkflowSteps(ctx, tx, nws, created, out); err != nil {
+		if err := insertWorkflowSteps(ctx, tx, nws, created, out, s.listsStepsOnRow); err != nil {
 			return err
 		}
 		return s.linkParents(ctx, tx, tasks, createdTasks)
@@ -194,7 +194,8 @@ func (s *Store) CreateWorkflows(ctx context.Context, nws []NewWorkflow) ([]Workf
 
 // workflowTasks lists the tasks of the workflows in created (all of them
 // when created is nil): of each, its steps, then its compensations.
-func workflowTasks(nws []NewWorkflow, created map[int64]bool) []NewTask {
+// onRow tells the workflows whose steps are listed on their rows.
+func workflowTasks(nws []NewWorkflow, created map[int64]bool, onRow func(NewWorkflow) bool) []NewTask {
 	var tasks []NewTask
 	for _, nw := range nws {
 		if created != nil && !created[nw.ID] {
@@ -204,8 +205,18 @@ func workflowTasks(nws []NewWorkflow, created map[int64]bool) []NewTask {
 		if workflowTaskCount(nw) == len(nw.Steps) {
 			role |= roleUncompensated
 		}
+		var uncounted map[int64]bool
+		if onRow(nw) {
+			role |= roleListed
+			if countsLeavesOnly(nw) {
+				uncounted = parentsInWorkflow(nw)
+			}
+		}
 		for _, st := range nw.Steps {
 			st.Task.DAG, st.Task.WorkflowID, st.Task.WorkflowRole = true, nw.ID, role
+			if uncounted[st.Task.ID] {
+				st.Task.WorkflowRole |= roleUncounted
+			}
 			tasks = append(tasks, st.Task)
 		}
 		for _, st := range nw.Steps {
@@ -233,18 +244,30 @@ func workflowTaskCount(nw NewWorkflow) int {
 // insertWorkflowRows inserts the workflows' rows and returns the IDs it
 // inserted: a row whose name and biz_key exist already is left out, as
 // insertTaskRows leaves out a task whose type and biz_key do, and a
-// primary key collision fails with ErrIDTaken.
-func insertWorkflowRows(ctx context.Context, tx *sql.Tx, nws []NewWorkflow, at time.Time) (map[int64]bool, error) {
+// primary key collision fails with ErrIDTaken. onRow tells the workflows
+// whose steps are listed on their rows.
+func insertWorkflowRows(ctx context.Context, tx *sql.Tx, nws []NewWorkflow, at time.Time, onRow func(NewWorkflow) bool) (map[int64]bool, error) {
 	rows := make([][]any, len(nws))
 	keyed := false
 	for i, nw := range nws {
-		var bizKey any
+		var bizKey, steps any
 		if nw.BizKey != nil {
 			bizKey, keyed = []byte(*nw.BizKey), true
 		}
-		rows[i] = []any{nw.ID, nw.Name, bizKey, string(contracts.WorkflowRunning), len(nw.Steps), workflowTaskCount(nw) - len(nw.Steps), at, at}
+		open := len(nw.Steps)
+		if onRow(nw) {
+			text, err := encodeSteps(nw)
+			if err != nil {
+				return nil, err
+			}
+			steps = text
+			if countsLeavesOnly(nw) {
+				open -= len(parentsInWorkflow(nw))
+			}
+		}
+		rows[i] = []any{nw.ID, nw.Name, bizKey, string(contracts.WorkflowRunning), open, workflowTaskCount(nw) - len(nw.Steps), steps, at, at}
 	}
-	err := insertRows(ctx, tx, `INSERT INTO workflows (id, name, biz_key, status, open_steps, compensations, created_at, updated_at) VALUES `,
+	err := insertRows(ctx, tx, `INSERT INTO workflows (id, name, biz_key, status, open_steps, compensations, steps, created_at, updated_at) VALUES `,
 		` ON DUPLICATE KEY UPDATE id = IF(id = VALUES(id), NULL, id)`, rows)
 	if isNullID(err) {
 		return nil, fmt.Errorf("insert workflows: %w", ErrIDTaken)
@@ -285,16 +308,21 @@ func insertWorkflowRows(ctx context.Context, tx *sql.Tx, nws []NewWorkflow, at t
 // insertWorkflowSteps links the created workflows to their tasks, whose
 // results (out, in workflowTasks order) must all be new: a step or a
 // compensation deduplicated against an existing task fails the call.
-func insertWorkflowSteps(ctx context.Context, tx *sql.Tx, nws []NewWorkflow, created map[int64]bool, out []BatchResult) error {
+func insertWorkflowSteps(ctx context.Context, tx *sql.Tx, nws []NewWorkflow, created map[int64]bool, out []BatchResult,
+	onRow func(NewWorkflow) bool) error {
 	var rows [][]any
 	k := 0
 	for _, nw := range nws {
 		if !created[nw.ID] {
 			continue
 		}
+		listed := onRow(nw)
 		for i, st := range nw.Steps {
 			if out[k+i].Deduplicated {
 				return &StepTakenError{Key: st.Key, TaskID: out[k+i].Task.ID}
+			}
+			if listed {
+				continue
 			}
 			var comp any
 			if st.Compensation != nil {
@@ -352,8 +380,9 @@ func (s *Store) GetWorkflow(ctx context.Context, id int64) (*Workflow, error) {
 	var w Workflow
 	var bizKey []byte
 	var status string
-	err := s.db.QueryRowContext(ctx, `SELECT id, name, biz_key, status, reason, created_at, updated_at FROM workflows WHERE id = ?`, id).
-		Scan(&w.ID, &w.Name, &bizKey, &status, &w.Reason, &w.CreatedAt, &w.UpdatedAt)
+	var listed sql.NullString
+	err := s.db.QueryRowContext(ctx, `SELECT id, name, biz_key, status, reason, created_at, updated_at, steps FROM workflows WHERE id = ?`, id).
+		Scan(&w.ID, &w.Name, &bizKey, &status, &w.Reason, &w.CreatedAt, &w.UpdatedAt, &listed)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("workflow %d: %w", id, ErrNotFound)
 	}
@@ -364,6 +393,19 @@ func (s *Store) GetWorkflow(ctx context.Context, id int64) (*Workflow, error) {
 	if bizKey != nil {
 		k := string(bizKey)
 		w.BizKey = &k
+	}
+	if listed.Valid {
+		refs, err := decodeSteps(id, listed.String)
+		if err != nil {
+			return nil, err
+		}
+		if w.Steps, err = s.stepStates(ctx, id, refs); err != nil {
+			return nil, err
+		}
+		if err := s.fillStepParents(ctx, &w, true); err != nil {
+			return nil, err
+		}
+		return &w, nil
 	}
 	rows, err := s.db.QueryContext(ctx, `SELECT ws.step_key, ws.task_id, t.task_type, t.status,
 			COALESCE(ws.compensation_task_id, 0), COALESCE(c.status, '')
@@ -385,7 +427,7 @@ func (s *Store) GetWorkflow(ctx context.Context, id int64) (*Workflow, error) {
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("steps of workflow %d: %w", id, err)
 	}
-	if err := s.fillStepParents(ctx, &w); err != nil {
+	if err := s.fillStepParents(ctx, &w, false); err != nil {
 		return nil, err
 	}
 	return &w, nil
@@ -398,36 +440,67 @@ const stepEdgesSQL = `SELECT d.child_id, d.parent_id, d.cond FROM workflow_steps
 	STRAIGHT_JOIN task_dependencies d FORCE INDEX (idx_task_dependencies_child) ON d.child_id = ws.task_id
 	WHERE ws.workflow_id = ? ORDER BY d.child_id, d.parent_id`
 
-func (s *Store) fillStepParents(ctx context.Context, w *Workflow) error {
-	rows, err := s.db.QueryContext(ctx, stepEdgesSQL, w.ID)
-	if err != nil {
-		return fmt.Errorf("dependencies of workflow %d: %w", w.ID, err)
-	}
-	defer rows.Close()
+// stepEdgesByChildSQL reads the edges into n steps listed on their
+// workflow's row, by their task IDs.
+func stepEdgesByChildSQL(n int) string {
+	return `SELECT child_id, parent_id, cond FROM task_dependencies FORCE INDEX (idx_task_dependencies_child)
+		WHERE child_id IN (` + marks(n) + `) ORDER BY child_id, parent_id`
+}
+
+// fillStepParents reads the parents of w's steps: by the workflow's key in
+// workflow_steps, or, for steps listed on its row, by their task IDs.
+func (s *Store) fillStepParents(ctx context.Context, w *Workflow, listed bool) error {
 	idx := make(map[int64]int, len(w.Steps))
+	ids := make([]int64, len(w.Steps))
 	for i, st := range w.Steps {
 		idx[st.TaskID] = i
+		ids[i] = st.TaskID
 	}
-	for rows.Next() {
-		var child int64
-		var d Dependency
-		var c string
-		if err := rows.Scan(&child, &d.ParentID, &c); err != nil {
+	read := func(q string, args ...any) error {
+		rows, err := s.db.QueryContext(ctx, q, args...)
+		if err != nil {
 			return fmt.Errorf("dependencies of workflow %d: %w", w.ID, err)
 		}
-		d.When = contracts.Condition(c)
-		if i, ok := idx[child]; ok {
-			w.Steps[i].Parents = append(w.Steps[i].Parents, d)
+		defer rows.Close()
+		for rows.Next() {
+			var child int64
+			var d Dependency
+			var c string
+			if err := rows.Scan(&child, &d.ParentID, &c); err != nil {
+				return fmt.Errorf("dependencies of workflow %d: %w", w.ID, err)
+			}
+			d.When = contracts.Condition(c)
+			if i, ok := idx[child]; ok {
+				w.Steps[i].Parents = append(w.Steps[i].Parents, d)
+			}
+		}
+		return rows.Err()
+	}
+	if !listed {
+		return read(stepEdgesSQL, w.ID)
+	}
+	for chunk := range slices.Chunk(ids, batchChunkRows) {
+		if err := read(stepEdgesByChildSQL(len(chunk)), int64Args(chunk)...); err != nil {
+			return err
 		}
 	}
-	return rows.Err()
+	return nil
 }
 
 // WorkflowOf returns the ID of the workflow task id is a step or a
-// compensation of, or 0.
+// compensation of, or 0: from its row, which names it (migration 0019),
+// or else from workflow_steps.
 func (s *Store) WorkflowOf(ctx context.Context, id int64) (int64, error) {
+	var onRow sql.NullInt64
+	err := s.db.QueryRowContext(ctx, `SELECT workflow_id FROM tasks WHERE id = ?`, id).Scan(&onRow)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return 0, fmt.Errorf("workflow of task %d: %w", id, err)
+	}
+	if onRow.Valid {
+		return onRow.Int64, nil
+	}
 	var wf int64
-	err := s.db.QueryRowContext(ctx, `SELECT workflow_id FROM workflow_steps WHERE task_id = ?
+	err = s.db.QueryRowContext(ctx, `SELECT workflow_id FROM workflow_steps WHERE task_id = ?
 		UNION ALL SELECT workflow_id FROM workflow_steps WHERE compensation_task_id = ? LIMIT 1`, id, id).Scan(&wf)
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, nil
@@ -456,17 +529,11 @@ func (s *Store) CancelWorkflow(ctx context.Context, id int64, actor string) (*Wo
 }
 
 func (s *Store) cancelWorkflowTx(ctx context.Context, tx *sql.Tx, id int64, actor string) error {
-	ids, err := queryPairs(ctx, tx, `SELECT task_id, COALESCE(compensation_task_id, 0) FROM workflow_steps WHERE workflow_id IN `, []int64{id}, ``)
+	steps, _, err := stepsOf(ctx, tx, id)
 	if err != nil {
-		return fmt.Errorf("steps of workflow %d: %w", id, err)
+		return err
 	}
-	var tasks []int64
-	for _, p := range ids {
-		tasks = append(tasks, p[0])
-		if p[1] != 0 {
-			tasks = append(tasks, p[1])
-		}
-	}
+	tasks := stepTaskIDs(steps)
 	// Tasks first, then the workflow: the order every final transfer
 	// takes.
 	status, err := lockStatuses(ctx, tx, tasks)

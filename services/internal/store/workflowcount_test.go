@@ -55,7 +55,30 @@ func diamond(t *testing.T, st *store.Store, wf, first int64, compensated bool) {
 // batch the long way), and beside a workflow counted down by another
 // number of steps.
 func TestStepSuccessesCountDownTheirWorkflowEitherWay(t *testing.T) {
-	st, _ := testenv.Store(t)
+	for _, shape := range stepShapes {
+		t.Run(shape.name, func(t *testing.T) { stepSuccessesCountDown(t, shape) })
+	}
+}
+
+// stepShape is where a store lists the steps of a workflow without
+// compensations: on its row (the default) or in workflow_steps.
+type stepShape struct {
+	name    string
+	inTable bool
+	// listed is the role bit of such a workflow's steps (roleListed).
+	listed int
+}
+
+var stepShapes = []stepShape{{"steps on the row", false, 16}, {"steps in workflow_steps", true, 0}}
+
+func (sh stepShape) store(t *testing.T) *store.Store {
+	t.Helper()
+	st, _ := testenv.StoreWith(t, store.Options{Actor: "test", StepsInTable: sh.inTable})
+	return st
+}
+
+func stepSuccessesCountDown(t *testing.T, shape stepShape) {
+	st := shape.store(t)
 	want := []wfRow{
 		{contracts.WorkflowRunning, "", 3},
 		{contracts.WorkflowRunning, "", 1},
@@ -81,7 +104,7 @@ func TestStepSuccessesCountDownTheirWorkflowEitherWay(t *testing.T) {
 			}
 			role := 1
 			if tc.workflows[0][2] == 0 {
-				role = 5 // a step, of a workflow without compensations
+				role = 5 | shape.listed // a step, of a workflow without compensations
 			}
 			var got int
 			require.NoError(t, st.DB().QueryRow(`SELECT workflow_role FROM tasks WHERE id = ?`, tc.workflows[0][1]).Scan(&got))

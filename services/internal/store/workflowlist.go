@@ -61,7 +61,7 @@ func (w *WorkflowListItem) API() contracts.WorkflowListItem {
 	return out
 }
 
-const workflowListColumns = `id, name, biz_key, status, reason, open_steps, created_at, updated_at`
+const workflowListColumns = `id, name, biz_key, status, reason, open_steps, created_at, updated_at, steps IS NOT NULL`
 
 // ListWorkflows returns a page of the workflows that match p.Filter,
 // newest first.
@@ -73,13 +73,15 @@ func (s *Store) ListWorkflows(ctx context.Context, p ListWorkflowsParams) ([]Wor
 	}
 	defer rows.Close()
 	var out []WorkflowListItem
+	var listed []bool
 	for rows.Next() {
 		var (
 			w      WorkflowListItem
 			bizKey []byte
 			status string
+			onRow  bool
 		)
-		if err := rows.Scan(&w.ID, &w.Name, &bizKey, &status, &w.Reason, &w.OpenSteps, &w.CreatedAt, &w.UpdatedAt); err != nil {
+		if err := rows.Scan(&w.ID, &w.Name, &bizKey, &status, &w.Reason, &w.OpenSteps, &w.CreatedAt, &w.UpdatedAt, &onRow); err != nil {
 			return nil, fmt.Errorf("list workflows: %w", err)
 		}
 		w.Status = contracts.WorkflowStatus(status)
@@ -88,9 +90,31 @@ func (s *Store) ListWorkflows(ctx context.Context, p ListWorkflowsParams) ([]Wor
 			w.BizKey = &k
 		}
 		out = append(out, w)
+		listed = append(listed, onRow)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("list workflows: %w", err)
+	}
+	// A workflow that lists its steps on its row may count only its
+	// leaves (workflowsteps.go): while it has some open, its open steps
+	// are counted from their tasks. With none open, none is.
+	var recount []int64
+	for i, w := range out {
+		if listed[i] && w.OpenSteps > 0 {
+			recount = append(recount, w.ID)
+		}
+	}
+	if len(recount) == 0 {
+		return out, nil
+	}
+	n, err := s.openStepCounts(ctx, recount)
+	if err != nil {
+		return nil, fmt.Errorf("list workflows: %w", err)
+	}
+	for i := range out {
+		if c, ok := n[out[i].ID]; ok {
+			out[i].OpenSteps = c
+		}
 	}
 	return out, nil
 }

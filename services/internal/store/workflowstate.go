@@ -42,6 +42,12 @@ type stepEvent struct {
 	// firstEnd: its row vouches that the task never ended before (its
 	// role, and a claim for every try: see firstEnd).
 	firstEnd bool
+	// listed: a step listed on its workflow's row (roleListed), whose
+	// end is recorded nowhere but on its task.
+	listed bool
+	// uncounted: a step whose end leaves its workflow's count of open
+	// steps alone (roleUncounted).
+	uncounted bool
 }
 
 // firstEnd reports whether a step's locked row vouches that this end is
@@ -67,8 +73,14 @@ func (s *Store) workflowsAfterFinal(ctx context.Context, tx *sql.Tx, ids []int64
 		case !st.roleKnown || st.role&roleEndedBefore != 0:
 			look = append(look, id)
 		case st.role&roleStep != 0:
-			byWF[st.workflow] = append(byWF[st.workflow], stepEvent{taskID: id, status: finals[id], open: true,
-				uncompensated: st.role&roleUncompensated != 0, firstEnd: firstEnd(st)})
+			e := stepEvent{taskID: id, status: finals[id], open: true, uncompensated: st.role&roleUncompensated != 0,
+				firstEnd: firstEnd(st), listed: st.role&roleListed != 0, uncounted: st.role&roleUncounted != 0}
+			if e.uncounted && e.uncompensated && e.status == contracts.StatusSuccess {
+				// Changes nothing: neither the count nor the state (its
+				// workflow ends with its leaves, and never compensates).
+				continue
+			}
+			byWF[st.workflow] = append(byWF[st.workflow], e)
 		case st.role&roleCompensation != 0:
 			byWF[st.workflow] = append(byWF[st.workflow], stepEvent{taskID: id, status: finals[id], compFor: true})
 		}
@@ -230,7 +242,7 @@ func recordStepEnds(ctx context.Context, tx *sql.Tx, byWF map[int64][]stepEvent)
 	wfsOf := map[contracts.Status][]int64{}
 	for wf, evs := range byWF {
 		for _, e := range evs {
-			if !e.compFor && e.open && !unrecorded(e) {
+			if !e.compFor && e.open && !e.listed && !unrecorded(e) {
 				byStatus[e.status] = append(byStatus[e.status], e.taskID)
 				wfsOf[e.status] = append(wfsOf[e.status], wf)
 			}
@@ -298,7 +310,9 @@ func (s *Store) workflowEvents(ctx context.Context, tx *sql.Tx, w *workflowRow, 
 		if !e.open {
 			continue
 		}
-		w.openSteps--
+		if !e.uncounted {
+			w.openSteps--
+		}
 		switch e.status {
 		case contracts.StatusFailed, contracts.StatusTimeout:
 			handled, err := failureHandled(ctx, tx, e.taskID)
@@ -360,6 +374,13 @@ func (s *Store) startCompensation(ctx context.Context, tx *sql.Tx, w *workflowRo
 	chain := make([]int64, len(comps))
 	for i, c := range comps {
 		chain[i] = c[0]
+	}
+	if failed.key == "" && failed.listed {
+		keys, err := listedStepKeys(ctx, tx, []int64{failed.taskID})
+		if err != nil {
+			return err
+		}
+		failed.key = keys[failed.taskID]
 	}
 	if failed.key == "" {
 		if err := tx.QueryRowContext(ctx, `SELECT step_key FROM workflow_steps WHERE task_id = ?`, failed.taskID).Scan(&failed.key); err != nil {

@@ -177,8 +177,14 @@ func AdminDSN(t testing.TB, dsn string) string {
 // Store opens a store on a fresh database.
 func Store(t testing.TB) (*store.Store, string) {
 	t.Helper()
+	return StoreWith(t, store.Options{Actor: "test"})
+}
+
+// StoreWith opens a store with opts on a fresh database.
+func StoreWith(t testing.TB, opts store.Options) (*store.Store, string) {
+	t.Helper()
 	dsn := MySQLDSN(t)
-	st, err := store.Open(context.Background(), dsn, store.Options{Actor: "test"})
+	st, err := store.Open(context.Background(), dsn, opts)
 	if err != nil {
 		t.Fatalf("open store: %v", err)
 	}
