@@ -104,12 +104,20 @@ func (s *Store) workflowsAfterFinal(ctx context.Context, tx *sql.Tx, ids []int64
 		wfs = append(wfs, wf)
 	}
 	slices.Sort(wfs)
+	// Tasks first, then the workflows.
+	counted, err := countAheadOfCancelled(ctx, tx, wfs, byWF)
+	if err != nil {
+		return err
+	}
 	locked, err := lockWorkflows(ctx, tx, wfs)
 	if err != nil {
 		return err
 	}
 	if err := recountOpenSteps(ctx, tx, locked, recount, byWF); err != nil {
 		return err
+	}
+	for wf, n := range counted {
+		locked[wf].openSteps += n
 	}
 	// The common case (a step ended, maybe the workflow with it) is
 	// decided in memory and written for every workflow at once; starting
@@ -141,6 +149,51 @@ func (s *Store) workflowsAfterFinal(ctx context.Context, tx *sql.Tx, ids []int64
 	return s.cancelUnneeded(ctx, tx, ended, nil, func(wf int64) string {
 		return fmt.Sprintf("not needed: workflow %s", locked[wf].status)
 	})
+}
+
+// countAheadOfCancelled keeps the count of a workflow that counts only
+// its leaves true when a step is cancelled by hand (or with a filter)
+// before its ancestors ended, which ends a leaf out of turn: the steps of
+// such a workflow that have not ended and were not counted (roleUncounted)
+// are counted from now on, and the returned number, by workflow, is added
+// to its open steps. That is more than the cancelled step's ancestors, and
+// safe: a step counted ends anyway before the workflow would. A step
+// cancelled by its parent's settlement has no ancestor left open, so this
+// finds none. Only cancellations of steps listed on their rows look.
+func countAheadOfCancelled(ctx context.Context, tx *sql.Tx, wfs []int64, byWF map[int64][]stepEvent) (map[int64]int, error) {
+	var out map[int64]int
+	final := make([]any, len(finalStates))
+	for i, st := range finalStates {
+		final[i] = string(st)
+	}
+	for _, wf := range wfs {
+		if !slices.ContainsFunc(byWF[wf], func(e stepEvent) bool {
+			return e.listed && e.open && e.status == contracts.StatusCancelled
+		}) {
+			continue
+		}
+		steps, _, err := stepsOf(ctx, tx, wf)
+		if err != nil {
+			return nil, err
+		}
+		ids := stepTaskIDs(steps)
+		if len(ids) == 0 {
+			continue
+		}
+		slices.Sort(ids)
+		n, err := execInCount(ctx, tx, `UPDATE tasks FORCE INDEX (PRIMARY) SET workflow_role = workflow_role & ~`+fmt.Sprint(roleUncounted)+`
+			WHERE workflow_role & `+fmt.Sprint(roleUncounted)+` <> 0 AND status NOT IN (`+marks(len(final))+`) AND id IN `, ids, final...)
+		if err != nil {
+			return nil, fmt.Errorf("count the open steps of workflow %d: %w", wf, err)
+		}
+		if n > 0 {
+			if out == nil {
+				out = map[int64]int{}
+			}
+			out[wf] = int(n)
+		}
+	}
+	return out, nil
 }
 
 // onlySuccesses reports whether every workflow of byWF only counts down

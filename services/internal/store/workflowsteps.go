@@ -25,8 +25,10 @@ import (
 // a leaf, and a leaf ends only after its ancestors have (it runs once they
 // have ended, and is cancelled only when its one parent ended otherwise
 // than it waits for), so its last leaf ends it. A chain's first step then
-// ends without touching its workflow's row. open_steps, as the API shows
-// it, is counted from the steps' tasks when read (openStepCounts).
+// ends without touching its workflow's row. A step cancelled by hand ends
+// out of turn: countAheadOfCancelled then counts every step still open.
+// open_steps, as the API shows it, is counted from the steps' tasks when
+// read (openStepCounts).
 
 // listedStep is a step as workflows.steps lists it.
 type listedStep struct {

@@ -38,6 +38,9 @@ type shapeScenario struct {
 type shapeBatch struct {
 	ends   map[string]contracts.Status // step key -> how it ends
 	cancel bool                        // cancel the workflow instead
+	// byHand cancels this step alone (as POST /v1/tasks/{id}/cancel
+	// does), whatever its parents are doing.
+	byHand string
 }
 
 var shapeScenarios = []shapeScenario{
@@ -68,6 +71,17 @@ var shapeScenarios = []shapeScenario{
 	{name: "a chain cancelled while it runs", leaves: 1,
 		steps:   []shapeStep{{key: "a"}, {key: "b", parents: []string{"a"}}},
 		batches: []shapeBatch{{cancel: true}}},
+	{name: "a chain whose last step is cancelled by hand first", leaves: 1,
+		steps: []shapeStep{{key: "a"}, {key: "b", parents: []string{"a"}}, {key: "c", parents: []string{"b"}}},
+		batches: []shapeBatch{{byHand: "c"}, {ends: map[string]contracts.Status{"a": contracts.StatusSuccess}},
+			{ends: map[string]contracts.Status{"b": contracts.StatusSuccess}}}},
+	{name: "a chain whose middle step is cancelled by hand", leaves: 1,
+		steps:   []shapeStep{{key: "a"}, {key: "b", parents: []string{"a"}}, {key: "c", parents: []string{"b"}}},
+		batches: []shapeBatch{{byHand: "b"}, {ends: map[string]contracts.Status{"a": contracts.StatusSuccess}}}},
+	{name: "a tree whose leaf is cancelled by hand, then its other leaf", leaves: 2,
+		steps: []shapeStep{{key: "a"}, {key: "b", parents: []string{"a"}}, {key: "c", parents: []string{"a"}}},
+		batches: []shapeBatch{{byHand: "b"}, {ends: map[string]contracts.Status{"a": contracts.StatusSuccess}},
+			{byHand: "c"}}},
 	{name: "a diamond, which counts every step", leaves: 4,
 		steps: []shapeStep{{key: "a"}, {key: "b", parents: []string{"a"}}, {key: "c", parents: []string{"a"}},
 			{key: "d", parents: []string{"b", "c"}}},
@@ -116,6 +130,14 @@ func TestBothStepShapesAnswerAlike(t *testing.T) {
 				for _, st := range stores {
 					if b.cancel {
 						_, err := st.CancelWorkflow(ctx, wf, "test")
+						require.NoError(t, err)
+						continue
+					}
+					if b.byHand != "" {
+						task, err := st.GetTask(ctx, ids[b.byHand])
+						require.NoError(t, err)
+						_, err = st.Transfer(ctx, store.TransferParams{TaskID: task.ID, From: task.Status, To: contracts.StatusCancelled,
+							Reason: "cancelled by alice", Actor: "alice"})
 						require.NoError(t, err)
 						continue
 					}
