@@ -72,6 +72,15 @@ var finalStates = []contracts.Status{contracts.StatusSuccess, contracts.StatusFa
 // RETRYING in the transaction that records the failure.
 func isFinal(s contracts.Status) bool { return slices.Contains(finalStates, s) }
 
+// finalStateArgs are finalStates as query arguments.
+var finalStateArgs = func() []any {
+	out := make([]any, len(finalStates))
+	for i, st := range finalStates {
+		out[i] = string(st)
+	}
+	return out
+}()
+
 // linkParents writes the dependencies of the created tasks among nts that
 // have parents: it locks the parents (so none ends unseen meanwhile), marks
 // parents and children dag (a parent gets dag_children 1), inserts the edges with the state of parents
@@ -501,29 +510,29 @@ func nameCulprits(ctx context.Context, tx *sql.Tx, chains [][]TransferParams, cu
 		return fmt.Errorf("name parents: %w", err)
 	}
 	defer rows.Close()
-	names := map[int64]string{}
-	typeOf := map[int64]string{}
+	typeOf, stepOf := map[int64]string{}, map[int64]string{}
 	for rows.Next() {
 		var id int64
 		var typ, step string
 		if err := rows.Scan(&id, &typ, &step); err != nil {
 			return fmt.Errorf("name parents: %w", err)
 		}
-		names[id], typeOf[id] = "type "+typ, typ
-		if step != "" {
-			names[id] = fmt.Sprintf("step %q, type %s", step, typ)
-		}
+		typeOf[id], stepOf[id] = typ, step
 	}
 	if err := rows.Err(); err != nil {
 		return fmt.Errorf("name parents: %w", err)
 	}
+	// Steps listed on their workflows' rows have no workflow_steps row.
 	listed, err := listedStepKeys(ctx, tx, ids)
 	if err != nil {
 		return fmt.Errorf("name parents: %w", err)
 	}
-	for id, step := range listed {
-		if n, ok := names[id]; ok && n == "type "+typeOf[id] {
-			names[id] = fmt.Sprintf("step %q, type %s", step, typeOf[id])
+	maps.Copy(stepOf, listed)
+	names := make(map[int64]string, len(typeOf))
+	for id, typ := range typeOf {
+		names[id] = "type " + typ
+		if stepOf[id] != "" {
+			names[id] = fmt.Sprintf("step %q, type %s", stepOf[id], typ)
 		}
 	}
 	for i, parent := range culprits {
@@ -648,10 +657,7 @@ var suspendedSQL = `SELECT c.id, c.next_run_time,
 func (s *Store) ReconcileSuspended(ctx context.Context, olderThanMs int64, limit int, scan SuspendedScan) (int, SuspendedScan, error) {
 	limit = max(limit, 1)
 	window := limit * suspendedWindow
-	args := []any{olderThanMs}
-	for _, st := range finalStates {
-		args = append(args, string(st))
-	}
+	args := append([]any{olderThanMs}, finalStateArgs...)
 	if scan == (SuspendedScan{}) {
 		scan.NextRunTimeMs = -1 << 62
 	}
@@ -722,10 +728,7 @@ func (s *Store) reconcileChild(ctx context.Context, id int64) (bool, error) {
 		if err != nil || st[id] != contracts.StatusSuspend {
 			return err
 		}
-		args := []any{id}
-		for _, f := range finalStates {
-			args = append(args, string(f))
-		}
+		args := append([]any{id}, finalStateArgs...)
 		if _, err := tx.ExecContext(ctx, `UPDATE task_dependencies d JOIN tasks p ON p.id = d.parent_id
 			SET d.parent_status = p.status WHERE d.child_id = ? AND p.status IN (`+marks(len(finalStates))+`)`, args...); err != nil {
 			return fmt.Errorf("copy parents' states to task %d: %w", id, err)

@@ -283,8 +283,8 @@ func listedWithoutTasks(ctx context.Context, tx *sql.Tx, wfs []int64) ([]int64, 
 	if err != nil {
 		return nil, fmt.Errorf("find ended workflows without tasks: %w", err)
 	}
-	stepsOfWF := map[int64][]int64{}
-	var order []int64
+	var endedWFs []int64
+	var steps []int64
 	for rows.Next() {
 		var wf int64
 		var text string
@@ -292,30 +292,31 @@ func listedWithoutTasks(ctx context.Context, tx *sql.Tx, wfs []int64) ([]int64, 
 			rows.Close()
 			return nil, fmt.Errorf("find ended workflows without tasks: %w", err)
 		}
-		steps, err := decodeSteps(wf, text)
+		refs, err := decodeSteps(wf, text)
 		if err != nil {
 			rows.Close()
 			return nil, err
 		}
-		order = append(order, wf)
-		stepsOfWF[wf] = stepTaskIDs(steps)
+		endedWFs = append(endedWFs, wf)
+		steps = append(steps, stepTaskIDs(refs)...)
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("find ended workflows without tasks: %w", err)
 	}
-	var out []int64
-	for _, wf := range order {
-		left, err := queryIDs(ctx, tx.QueryContext, `SELECT id FROM tasks FORCE INDEX (PRIMARY) WHERE id IN (`+marks(len(stepsOfWF[wf]))+`) LIMIT 1`,
-			int64Args(stepsOfWF[wf])...)
+	// The tasks still stored name their workflows.
+	left := map[int64]bool{}
+	for chunk := range slices.Chunk(steps, batchChunkRows) {
+		wfs, err := queryIDs(ctx, tx.QueryContext, `SELECT DISTINCT workflow_id FROM tasks FORCE INDEX (PRIMARY)
+			WHERE id IN (`+marks(len(chunk))+`) AND workflow_id IS NOT NULL`, int64Args(chunk)...)
 		if err != nil {
 			return nil, fmt.Errorf("find ended workflows without tasks: %w", err)
 		}
-		if len(left) == 0 {
-			out = append(out, wf)
+		for _, wf := range wfs {
+			left[wf] = true
 		}
 	}
-	return out, nil
+	return slices.DeleteFunc(endedWFs, func(wf int64) bool { return left[wf] }), nil
 }
 
 // endedWorkflowStates are the final workflow states, as query arguments.

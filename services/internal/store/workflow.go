@@ -399,7 +399,7 @@ func (s *Store) GetWorkflow(ctx context.Context, id int64) (*Workflow, error) {
 		if err != nil {
 			return nil, err
 		}
-		if w.Steps, err = s.stepStates(ctx, id, refs); err != nil {
+		if w.Steps, err = s.stepStates(ctx, refs); err != nil {
 			return nil, err
 		}
 		if err := s.fillStepParents(ctx, &w, true); err != nil {

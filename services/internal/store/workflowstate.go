@@ -162,10 +162,6 @@ func (s *Store) workflowsAfterFinal(ctx context.Context, tx *sql.Tx, ids []int64
 // finds none. Only cancellations of steps listed on their rows look.
 func countAheadOfCancelled(ctx context.Context, tx *sql.Tx, wfs []int64, byWF map[int64][]stepEvent) (map[int64]int, error) {
 	var out map[int64]int
-	final := make([]any, len(finalStates))
-	for i, st := range finalStates {
-		final[i] = string(st)
-	}
 	for _, wf := range wfs {
 		if !slices.ContainsFunc(byWF[wf], func(e stepEvent) bool {
 			return e.listed && e.open && e.status == contracts.StatusCancelled
@@ -182,7 +178,7 @@ func countAheadOfCancelled(ctx context.Context, tx *sql.Tx, wfs []int64, byWF ma
 		}
 		slices.Sort(ids)
 		n, err := execInCount(ctx, tx, `UPDATE tasks FORCE INDEX (PRIMARY) SET workflow_role = workflow_role & ~`+fmt.Sprint(roleUncounted)+`
-			WHERE workflow_role & `+fmt.Sprint(roleUncounted)+` <> 0 AND status NOT IN (`+marks(len(final))+`) AND id IN `, ids, final...)
+			WHERE workflow_role & `+fmt.Sprint(roleUncounted)+` <> 0 AND status NOT IN (`+marks(len(finalStateArgs))+`) AND id IN `, ids, finalStateArgs...)
 		if err != nil {
 			return nil, fmt.Errorf("count the open steps of workflow %d: %w", wf, err)
 		}

@@ -7,8 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-
-	"github.com/axsched/ax/contracts"
 )
 
 // Where a workflow's steps are listed (migration 0021): a workflow without
@@ -215,13 +213,9 @@ func (s *Store) openStepCounts(ctx context.Context, wfs []int64) (map[int64]int,
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("steps of %d workflow(s): %w", len(wfs), err)
 	}
-	final := make([]any, len(finalStates))
-	for i, st := range finalStates {
-		final[i] = string(st)
-	}
 	for chunk := range slices.Chunk(ids, batchChunkRows) {
 		r, err := s.db.QueryContext(ctx, `SELECT workflow_id, COUNT(*) FROM tasks FORCE INDEX (PRIMARY) WHERE id IN (`+marks(len(chunk))+`)
-			AND status NOT IN (`+marks(len(final))+`) GROUP BY workflow_id`, append(int64Args(chunk), final...)...)
+			AND status NOT IN (`+marks(len(finalStateArgs))+`) GROUP BY workflow_id`, append(int64Args(chunk), finalStateArgs...)...)
 		if err != nil {
 			return nil, fmt.Errorf("count open steps: %w", err)
 		}
@@ -244,45 +238,22 @@ func (s *Store) openStepCounts(ctx context.Context, wfs []int64) (map[int64]int,
 	return out, nil
 }
 
-// stepStates fills the task type and state of steps listed on a row.
-func (s *Store) stepStates(ctx context.Context, wf int64, refs []stepRef) ([]WorkflowStep, error) {
+// stepStates fills the task type and state of steps listed on a row; a
+// step whose task retention deleted is left out, as the join on
+// workflow_steps leaves it out.
+func (s *Store) stepStates(ctx context.Context, refs []stepRef) ([]WorkflowStep, error) {
 	ids := make([]int64, len(refs))
 	for i, r := range refs {
 		ids[i] = r.TaskID
 	}
-	type state struct {
-		typ    string
-		status contracts.Status
+	tasks, err := s.tasksByIDs(ctx, ids)
+	if err != nil {
+		return nil, err
 	}
-	found := make(map[int64]state, len(ids))
-	for chunk := range slices.Chunk(ids, batchChunkRows) {
-		rows, err := s.db.QueryContext(ctx, `SELECT id, task_type, status FROM tasks FORCE INDEX (PRIMARY) WHERE id IN (`+marks(len(chunk))+`)`,
-			int64Args(chunk)...)
-		if err != nil {
-			return nil, fmt.Errorf("steps of workflow %d: %w", wf, err)
-		}
-		for rows.Next() {
-			var id int64
-			var st state
-			var status string
-			if err := rows.Scan(&id, &st.typ, &status); err != nil {
-				rows.Close()
-				return nil, fmt.Errorf("steps of workflow %d: %w", wf, err)
-			}
-			st.status = contracts.Status(status)
-			found[id] = st
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return nil, fmt.Errorf("steps of workflow %d: %w", wf, err)
-		}
-	}
-	// A step whose task retention deleted is left out, as the join on
-	// workflow_steps leaves it out.
 	out := make([]WorkflowStep, 0, len(refs))
 	for _, r := range refs {
-		if st, ok := found[r.TaskID]; ok {
-			out = append(out, WorkflowStep{Key: r.Key, TaskID: r.TaskID, Type: st.typ, Status: st.status})
+		if t, ok := tasks[r.TaskID]; ok {
+			out = append(out, WorkflowStep{Key: r.Key, TaskID: r.TaskID, Type: t.Type, Status: t.Status})
 		}
 	}
 	return out, nil
