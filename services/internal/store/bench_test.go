@@ -230,3 +230,69 @@ func BenchmarkRelayHistory(b *testing.B) {
 	}
 	b.ReportMetric(float64(relayed)/spent.Seconds(), "events/s")
 }
+
+// BenchmarkChainOutcomes: BenchmarkTransferBatchFused for the two steps of
+// two-step workflows (a step, then one depending on it), in batches of
+// 100 workflows: the first steps' fused claims and successes in one
+// transaction, which releases the second steps, then theirs in another,
+// which ends the workflows; reports tasks/s (both steps counted), to set
+// against BenchmarkTransferBatchFused's: what the outcome writer spends on
+// a workflow's task against a single task's.
+func BenchmarkChainOutcomes(b *testing.B) {
+	st, _ := testenv.Store(b)
+	ctx := context.Background()
+	type pair struct{ first, second int64 }
+	batches := make([][]pair, b.N)
+	for i := range batches {
+		nws := make([]store.NewWorkflow, 100)
+		for j := range nws {
+			first, second := benchTask("bench"), benchTask("bench")
+			second.Status = contracts.StatusSuspend
+			first.DAG, second.DAG = true, true
+			second.Parents = []store.Dependency{{ParentID: first.ID, When: contracts.WhenSuccess}}
+			nws[j] = store.NewWorkflow{ID: benchID.Add(1) + 1<<40, Name: "bench",
+				Steps: []store.NewWorkflowStep{{Key: "a", Task: first}, {Key: "b", Task: second}}}
+			batches[i] = append(batches[i], pair{first.ID, second.ID})
+		}
+		if _, err := st.CreateWorkflows(ctx, nws); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	start := time.Now()
+	for _, batch := range batches {
+		firsts := make([]int64, len(batch))
+		for j, p := range batch {
+			firsts[j] = p.first
+		}
+		if rows, err := st.RunRows(ctx, firsts); err != nil || len(rows) != len(firsts) {
+			b.Fatal(len(rows), err)
+		}
+		for k := range 2 {
+			chains := make([][]store.TransferParams, len(batch))
+			for j, p := range batch {
+				id := p.first
+				if k == 1 {
+					id = p.second
+				}
+				claim := benchClaim(id)
+				claim.SkipRun = true
+				chains[j] = []store.TransferParams{claim, benchFinish(id)}
+			}
+			out, released, err := st.TransferBatchDispatching(ctx, chains)
+			if err != nil {
+				b.Fatal(err)
+			}
+			for _, r := range out {
+				if r.Err != nil {
+					b.Fatal(r.Err)
+				}
+			}
+			if k == 0 && len(released) != len(batch) {
+				b.Fatalf("released %d of %d second steps", len(released), len(batch))
+			}
+		}
+	}
+	b.ReportMetric(float64(b.N*200)/time.Since(start).Seconds(), "tasks/s")
+}
