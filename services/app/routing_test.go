@@ -1,7 +1,6 @@
 package app_test
 
 import (
-	"context"
 	"strconv"
 	"testing"
 	"time"
@@ -31,20 +30,7 @@ func TestTasksRunOnTheirShardOwner(t *testing.T) {
 			c.Executor.HeartbeatInterval = 300 * time.Millisecond
 		})
 	}
-	ctx := context.Background()
-	var list *contracts.NodeList
-	testenv.Eventually(t, 20*time.Second, "three executors alive", func() bool {
-		var err error
-		list, err = sys.api.ListNodes(ctx)
-		require.NoError(t, err)
-		alive := 0
-		for _, n := range list.Nodes {
-			if n.Alive {
-				alive++
-			}
-		}
-		return alive == 3
-	})
+	list := testenv.AwaitLiveExecutors(t, sys.api, 3, 20*time.Second)
 	time.Sleep(2 * route.RefreshInterval) // the relays' and dispatcher's views catch up
 
 	owned := map[int]string{}

@@ -456,17 +456,7 @@ func TestDeadNodeRecoveredByMembership(t *testing.T) {
 	for _, name := range []string{"exec-a", "exec-b", "exec-c"} {
 		execs[name] = c.service(t, "executor", name, "--concurrency", "120")
 	}
-	testenv.Eventually(t, 10*time.Second, "three live executors in the registry", func() bool {
-		nodes, err := c.api.ListNodes(context.Background())
-		require.NoError(t, err)
-		alive := 0
-		for _, nd := range nodes.Nodes {
-			if nd.Alive {
-				alive++
-			}
-		}
-		return alive == 3
-	})
+	testenv.AwaitLiveExecutors(t, c.api, 3, 10*time.Second)
 	time.Sleep(route.RefreshInterval + 500*time.Millisecond)
 	const n = 300
 	ids := c.submit(t, n, contracts.SubmitRequest{Type: "ax.sleep", Timeout: "30s", Payload: []byte(`{"ms":8000}`)})
