@@ -241,9 +241,9 @@ func BenchmarkRelayHistory(b *testing.B) {
 func BenchmarkChainOutcomes(b *testing.B) {
 	st, _ := testenv.Store(b)
 	ctx := context.Background()
-	type pair struct{ first, second int64 }
-	batches := make([][]pair, b.N)
-	for i := range batches {
+	// steps[i] holds batch i's first steps, then its second steps.
+	steps := make([][2][]int64, b.N)
+	for i := range steps {
 		nws := make([]store.NewWorkflow, 100)
 		for j := range nws {
 			first, second := benchTask("bench"), benchTask("bench")
@@ -252,7 +252,8 @@ func BenchmarkChainOutcomes(b *testing.B) {
 			second.Parents = []store.Dependency{{ParentID: first.ID, When: contracts.WhenSuccess}}
 			nws[j] = store.NewWorkflow{ID: benchID.Add(1) + 1<<40, Name: "bench",
 				Steps: []store.NewWorkflowStep{{Key: "a", Task: first}, {Key: "b", Task: second}}}
-			batches[i] = append(batches[i], pair{first.ID, second.ID})
+			steps[i][0] = append(steps[i][0], first.ID)
+			steps[i][1] = append(steps[i][1], second.ID)
 		}
 		if _, err := st.CreateWorkflows(ctx, nws); err != nil {
 			b.Fatal(err)
@@ -261,21 +262,13 @@ func BenchmarkChainOutcomes(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	start := time.Now()
-	for _, batch := range batches {
-		firsts := make([]int64, len(batch))
-		for j, p := range batch {
-			firsts[j] = p.first
-		}
-		if rows, err := st.RunRows(ctx, firsts); err != nil || len(rows) != len(firsts) {
+	for _, batch := range steps {
+		if rows, err := st.RunRows(ctx, batch[0]); err != nil || len(rows) != len(batch[0]) {
 			b.Fatal(len(rows), err)
 		}
-		for k := range 2 {
-			chains := make([][]store.TransferParams, len(batch))
-			for j, p := range batch {
-				id := p.first
-				if k == 1 {
-					id = p.second
-				}
+		for k, ids := range batch {
+			chains := make([][]store.TransferParams, len(ids))
+			for j, id := range ids {
 				claim := benchClaim(id)
 				claim.SkipRun = true
 				chains[j] = []store.TransferParams{claim, benchFinish(id)}
@@ -289,8 +282,8 @@ func BenchmarkChainOutcomes(b *testing.B) {
 					b.Fatal(r.Err)
 				}
 			}
-			if k == 0 && len(released) != len(batch) {
-				b.Fatalf("released %d of %d second steps", len(released), len(batch))
+			if k == 0 && len(released) != len(ids) {
+				b.Fatalf("released %d of %d second steps", len(released), len(ids))
 			}
 		}
 	}
